@@ -1,0 +1,3 @@
+"""Multi-tenant RAG retrieval service."""
+
+__version__ = "0.1.0"

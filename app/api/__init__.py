@@ -1,0 +1,1 @@
+"""The HTTP edge: routers, request/response models and dependency wiring."""

@@ -1,0 +1,97 @@
+"""Render every error as an RFC 9457 problem (application/problem+json)."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from app.errors import AppError
+
+_log = logging.getLogger(__name__)
+PROBLEM_TYPE_BASE = "https://rag-service.dev/problems/"
+PROBLEM_JSON = "application/problem+json"
+
+
+def problem_response(
+    *,
+    status: int,
+    title: str,
+    detail: str,
+    slug: str,
+    headers: Mapping[str, str] | None = None,
+    extra: Mapping[str, object] | None = None,
+) -> JSONResponse:
+    body: dict[str, object] = {
+        "type": PROBLEM_TYPE_BASE + slug,
+        "title": title,
+        "status": status,
+        "detail": detail,
+        **(extra or {}),
+    }
+    return JSONResponse(
+        body, status_code=status, headers=dict(headers or {}), media_type=PROBLEM_JSON
+    )
+
+
+async def _app_error(_request: Request, exc: Exception) -> JSONResponse:
+    assert isinstance(exc, AppError)
+    return problem_response(
+        status=exc.status,
+        title=exc.title,
+        detail=exc.detail,
+        slug=exc.type_slug,
+        headers=exc.headers,
+        extra=exc.extra,
+    )
+
+
+def _field_errors(exc: RequestValidationError) -> list[dict[str, object]]:
+    errors: list[dict[str, object]] = []
+    for error in exc.errors():
+        location = [str(part) for part in error.get("loc", ())]
+        field = ".".join(location[1:]) if len(location) > 1 else ".".join(location)
+        errors.append({"field": field, "location": location, "message": error.get("msg", "")})
+    return errors
+
+
+async def _validation_error(_request: Request, exc: Exception) -> JSONResponse:
+    assert isinstance(exc, RequestValidationError)
+    errors = _field_errors(exc)
+    names = ", ".join(sorted({str(e["field"]) for e in errors})) or "the request"
+    return problem_response(
+        status=422,
+        title="Invalid request",
+        detail=f"invalid value for: {names}",
+        slug="validation",
+        extra={"errors": errors},
+    )
+
+
+async def _http_error(_request: Request, exc: Exception) -> JSONResponse:
+    assert isinstance(exc, StarletteHTTPException)
+    return problem_response(
+        status=exc.status_code,
+        title=str(exc.detail) if exc.status_code < 500 else "Error",
+        detail=str(exc.detail),
+        slug=f"http-{exc.status_code}",
+        headers=exc.headers,
+    )
+
+
+async def _unexpected(_request: Request, exc: Exception) -> JSONResponse:
+    _log.exception("unhandled error", exc_info=exc)
+    return problem_response(
+        status=500, title="Internal error", detail="an unexpected error occurred", slug="internal"
+    )
+
+
+def install_error_handlers(app: FastAPI) -> None:
+    app.add_exception_handler(AppError, _app_error)
+    app.add_exception_handler(RequestValidationError, _validation_error)
+    app.add_exception_handler(StarletteHTTPException, _http_error)
+    app.add_exception_handler(Exception, _unexpected)

@@ -1,0 +1,1 @@
+"""Storage: ORM models, engine, tenant-scoped transactions, embedded server, migrations."""

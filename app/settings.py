@@ -1,0 +1,116 @@
+"""Settings: the only reader of `RAG_*` environment variables (and `.env`)."""
+
+from __future__ import annotations
+
+import secrets
+from enum import StrEnum
+from pathlib import Path
+from typing import Annotated, Self
+
+import platformdirs
+from pydantic import Field, SecretStr, field_validator, model_validator
+from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
+
+
+class EmbeddingProvider(StrEnum):
+    LOCAL = "local"
+    OPENAI = "openai"
+    AUTO = "auto"
+
+
+class RedisFailurePolicy(StrEnum):
+    FAIL_OPEN = "fail_open"
+    FAIL_CLOSED = "fail_closed"
+
+
+def default_data_dir() -> Path:
+    return Path(platformdirs.user_data_dir("rag-service", appauthor=False))
+
+
+class Settings(BaseSettings):
+    """Every setting of the service; read once at start, then passed around."""
+
+    model_config = SettingsConfigDict(
+        env_prefix="RAG_", env_file=".env", extra="ignore", frozen=True
+    )
+
+    # storage
+    database_url: SecretStr | None = None
+    migration_database_url: SecretStr | None = None
+    data_dir: Path = Field(default_factory=default_data_dir)
+    db_pool_size: int = Field(default=10, ge=1, le=200)
+    app_role: str = Field(default="rag_app", pattern=r"^[a-z_][a-z0-9_]{0,62}$")
+
+    # request gate
+    jwt_secret: SecretStr | None = None
+    jwt_algorithms: Annotated[list[str], NoDecode] = ["HS256"]
+    jwt_public_key_file: Path | None = None
+    jwt_jwks_file: Path | None = None
+    jwt_audience: str | None = None
+    jwt_issuer: str | None = None
+    jwt_leeway_seconds: int = Field(default=30, ge=0, le=600)
+    jwt_tenant_claim: str = "tenant_id"
+    jwt_max_token_bytes: int = Field(default=8192, ge=256)
+    tenant_cache_seconds: float = Field(default=5.0, ge=0)
+    redis_url: str | None = None
+    rate_limit_window_seconds: int = Field(default=60, ge=1)
+    rate_limit_tiers: dict[str, int] = {"basic": 100, "pro": 1000, "enterprise": 10000}
+    rate_limit_redis_failure: RedisFailurePolicy = RedisFailurePolicy.FAIL_OPEN
+
+    # embeddings
+    embedding_provider: EmbeddingProvider = EmbeddingProvider.AUTO
+    embedding_model: str | None = None
+    embedding_dimensions: int = Field(default=384, ge=1, le=16000)
+    embedding_query_prefix: str = ""
+    embedding_passage_prefix: str = ""
+    embedding_batch_size: int = Field(default=64, ge=1, le=2048)
+    query_cache_size: int = Field(default=100, ge=0)
+    openai_api_key: SecretStr | None = None
+    openai_base_url: str | None = None
+    openai_timeout_seconds: float = Field(default=30.0, gt=0)
+    openai_max_retries: int = Field(default=5, ge=0)
+
+    # ingest
+    chunk_tokens: int = Field(default=300, ge=32, le=8192)
+    chunk_overlap_tokens: int = Field(default=50, ge=0)
+    upload_max_bytes: int = Field(default=25 * 1024 * 1024, ge=1024)
+    batch_max_documents: int = Field(default=100, ge=1)
+
+    @field_validator("jwt_algorithms", mode="before")
+    @classmethod
+    def _split_algorithms(cls, value: object) -> object:
+        if isinstance(value, str):
+            return [part.strip() for part in value.replace(",", " ").split() if part.strip()]
+        return value
+
+    @field_validator("jwt_algorithms")
+    @classmethod
+    def _known_algorithms(cls, value: list[str]) -> list[str]:
+        allowed = {"HS256", "HS384", "HS512", "RS256", "RS384", "RS512", "ES256", "ES384", "ES512"}
+        if not value or not set(value) <= allowed:
+            raise ValueError(f"must be a list drawn from {sorted(allowed)}, got {value}")
+        return value
+
+    @model_validator(mode="after")
+    def _consistent(self) -> Self:
+        if self.chunk_overlap_tokens >= self.chunk_tokens:
+            raise ValueError("RAG_CHUNK_OVERLAP_TOKENS must be smaller than RAG_CHUNK_TOKENS")
+        if "basic" not in self.rate_limit_tiers:
+            raise ValueError("RAG_RATE_LIMIT_TIERS must define the 'basic' tier")
+        return self
+
+
+def with_dev_jwt_secret(settings: Settings) -> Settings:
+    """In embedded mode with no JWT key configured, use a random secret kept in RAG_DATA_DIR.
+
+    `rag serve` and `rag token` then agree without any setup; a configured key always wins.
+    """
+    has_key = settings.jwt_secret or settings.jwt_public_key_file or settings.jwt_jwks_file
+    if has_key or settings.database_url is not None:
+        return settings
+    path = settings.data_dir / "jwt-secret"
+    if not path.exists():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.touch(mode=0o600)
+        path.write_text(secrets.token_urlsafe(48))
+    return settings.model_copy(update={"jwt_secret": SecretStr(path.read_text().strip())})

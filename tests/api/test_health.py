@@ -1,0 +1,52 @@
+"""Liveness, readiness and the OpenAPI pages."""
+
+from __future__ import annotations
+
+from httpx import ASGITransport, AsyncClient
+from pydantic import SecretStr
+
+from app.api.deps import get_resources
+from app.main import create_app
+from app.settings import Settings
+
+
+async def test_healthz_answers(client: AsyncClient) -> None:
+    response = await client.get("/healthz")
+    assert response.status_code == 200
+    assert response.json() == {"status": "ok"}
+
+
+async def test_readyz_reports_the_database(client: AsyncClient) -> None:
+    response = await client.get("/readyz")
+    assert response.status_code == 200
+    assert response.json()["checks"]["database"]["ok"] is True
+
+
+async def test_openapi_pages_are_served(client: AsyncClient) -> None:
+    assert (await client.get("/docs")).status_code == 200
+    spec = (await client.get("/openapi.json")).json()
+    assert "/healthz" in spec["paths"]
+
+
+async def test_readyz_is_503_when_the_database_is_unreachable(settings: Settings) -> None:
+    dead = settings.model_copy(
+        update={"database_url": SecretStr("postgresql://nobody@127.0.0.1:1/none")}
+    )
+    app = create_app(dead)
+    async with app.router.lifespan_context(app) as state:
+        assert state is not None
+        resources = state["resources"]
+        app.dependency_overrides[get_resources] = lambda: resources
+        transport = ASGITransport(app=app)
+        async with AsyncClient(transport=transport, base_url="http://test") as http:
+            response = await http.get("/readyz")
+    assert response.status_code == 503
+    assert response.headers["retry-after"] == "5"
+    assert response.json()["checks"]["database"]["ok"] is False
+
+
+async def test_unknown_path_is_a_problem(client: AsyncClient) -> None:
+    response = await client.get("/nope")
+    assert response.status_code == 404
+    assert response.headers["content-type"].startswith("application/problem+json")
+    assert response.json()["status"] == 404

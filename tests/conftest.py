@@ -1,0 +1,171 @@
+"""Shared fixtures: a real Redis (and, below, a real PostgreSQL + pgvector) once per session."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import shutil
+import socket
+import subprocess
+import time
+from collections.abc import AsyncIterator, Callable, Iterator
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+import pytest
+import redis
+from httpx import ASGITransport, AsyncClient
+from pydantic import SecretStr
+from sqlalchemy.ext.asyncio import AsyncEngine, async_sessionmaker
+
+from app.api.deps import get_resources
+from app.db.embedded import (
+    OWNER_ROLE,
+    bootstrap,
+    drop_database,
+    start_embedded,
+    with_database,
+    with_user,
+)
+from app.db.engine import create_engine
+from app.db.migrate import migrate
+from app.db.tenancy import SessionMaker
+from app.main import create_app
+from app.settings import EmbeddingProvider, Settings
+
+TEST_REDIS_DB = 15
+DIMENSIONS = 384
+APP_ROLE = "rag_app"
+APP_PASSWORD = "rag-app-test"
+OWNER_PASSWORD = "rag-owner-test"
+JWT_SECRET = "test-secret-that-is-long-enough-for-hs256"
+
+
+def _redis_answers(url: str) -> bool:
+    try:
+        return bool(redis.Redis.from_url(url, socket_connect_timeout=0.5).ping())
+    except redis.RedisError:
+        return False
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+@pytest.fixture(scope="session")
+def redis_url() -> Iterator[str]:
+    """RAG_TEST_REDIS_URL, else the local Redis on 6379 (db 15), else a redis-server we start."""
+    if url := os.environ.get("RAG_TEST_REDIS_URL"):
+        yield url
+        return
+    local = f"redis://127.0.0.1:6379/{TEST_REDIS_DB}"
+    if _redis_answers(local):
+        yield local
+        return
+    binary = shutil.which("redis-server")
+    if binary is None:
+        pytest.fail("no Redis: set RAG_TEST_REDIS_URL or install redis-server")
+    port = _free_port()
+    args = [binary, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"]
+    process = subprocess.Popen(args, stdout=subprocess.DEVNULL)
+    url = f"redis://127.0.0.1:{port}/{TEST_REDIS_DB}"
+    deadline = time.monotonic() + 10
+    while not _redis_answers(url):
+        if time.monotonic() > deadline:
+            process.kill()
+            pytest.fail("redis-server did not start")
+        time.sleep(0.05)
+    yield url
+    process.terminate()
+    process.wait(5)
+
+
+# --- PostgreSQL + pgvector ----------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class DatabaseUrls:
+    superuser_url: str
+    owner_url: str
+    app_url: str
+
+
+def _start_server(tmp: Path) -> tuple[str, Callable[[], None]]:
+    if url := os.environ.get("RAG_TEST_DATABASE_URL"):
+        return url, lambda: None
+    server = start_embedded(tmp / "pgdata", delete_on_exit=True)
+    return server.url(user="postgres", database="postgres"), server.stop
+
+
+@pytest.fixture(scope="session")
+def database(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DatabaseUrls]:
+    """A fresh, migrated database on the embedded server (or RAG_TEST_DATABASE_URL, a
+    superuser URL): every run tests the migrations too."""
+    superuser_url, stop = _start_server(tmp_path_factory.mktemp("pg"))
+    name = f"rag_test_{os.getpid()}"
+    owner_url = with_user(with_database(superuser_url, name), OWNER_ROLE, OWNER_PASSWORD)
+    app_url = with_user(with_database(superuser_url, name), APP_ROLE, APP_PASSWORD)
+
+    async def prepare() -> None:
+        await drop_database(superuser_url, name)
+        await bootstrap(
+            superuser_url, database=name, owner=OWNER_ROLE, owner_password=OWNER_PASSWORD
+        )
+        await migrate(
+            owner_url, embedding_dimensions=DIMENSIONS, app_role=APP_ROLE, app_url=app_url
+        )
+
+    asyncio.run(prepare())
+    try:
+        yield DatabaseUrls(superuser_url=superuser_url, owner_url=owner_url, app_url=app_url)
+    finally:
+        asyncio.run(drop_database(superuser_url, name))
+        stop()
+
+
+@pytest.fixture(scope="session")
+def settings(database: DatabaseUrls, redis_url: str) -> Settings:
+    return Settings(
+        _env_file=None,
+        database_url=SecretStr(database.app_url),
+        redis_url=redis_url,
+        jwt_secret=SecretStr(JWT_SECRET),
+        embedding_provider=EmbeddingProvider.LOCAL,
+        embedding_dimensions=DIMENSIONS,
+    )
+
+
+@pytest.fixture(scope="session")
+async def app_engine(settings: Settings) -> AsyncIterator[AsyncEngine]:
+    """The runtime role's engine: what the service connects as."""
+    assert settings.database_url is not None
+    engine = create_engine(settings.database_url.get_secret_value(), pool_size=5)
+    yield engine
+    await engine.dispose()
+
+
+@pytest.fixture
+async def sessions(app_engine: AsyncEngine) -> AsyncIterator[SessionMaker]:
+    """Sessions inside one outer transaction that rolls back after the test."""
+    async with app_engine.connect() as conn:
+        outer = await conn.begin()
+        yield async_sessionmaker(
+            bind=conn, expire_on_commit=False, join_transaction_mode="create_savepoint"
+        )
+        await outer.rollback()
+
+
+@pytest.fixture
+async def client(settings: Settings, sessions: SessionMaker) -> AsyncIterator[AsyncClient]:
+    """The real app over ASGI; its sessions join the test's rolled-back transaction."""
+    app = create_app(settings)
+    async with app.router.lifespan_context(app) as state:
+        assert state is not None
+        resources = replace(state["resources"], sessions=sessions)
+        app.dependency_overrides[get_resources] = lambda: resources
+        transport = ASGITransport(app=app)
+        async with AsyncClient(transport=transport, base_url="http://test") as http:
+            yield http
