@@ -39,7 +39,6 @@ EMBEDDING = Vector()
 
 class Base(DeclarativeBase):
     metadata = MetaData(naming_convention=NAMING_CONVENTION)
-    type_annotation_map = {dict[str, Any]: JSONB}
 
 
 def _created_at() -> Mapped[datetime]:
