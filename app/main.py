@@ -9,18 +9,21 @@ from fastapi import FastAPI
 
 import app.db.tenancy  # noqa: F401  (registers the tenant hook once)
 from app import __version__
-from app.api import health
+from app.api import admin, documents, health, metrics, search
+from app.api.middleware import BodyLimit, RateLimitHeaders
 from app.api.problems import install_error_handlers
+from app.embeddings import Embedder
 from app.resources import open_resources
 from app.settings import Settings
 
 
-def create_app(settings: Settings | None = None) -> FastAPI:
+def create_app(settings: Settings | None = None, *, embedder: Embedder | None = None) -> FastAPI:
+    """The service; `embedder` replaces the configured provider (tests, benchmarks)."""
     settings = settings or Settings()
 
     @asynccontextmanager
     async def lifespan(_app: FastAPI) -> AsyncIterator[dict[str, object]]:
-        async with open_resources(settings) as resources:
+        async with open_resources(settings, embedder=embedder) as resources:
             yield {"resources": resources}
 
     app = FastAPI(
@@ -30,5 +33,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         lifespan=lifespan,
     )
     install_error_handlers(app)
-    app.include_router(health.router)
+    app.add_middleware(RateLimitHeaders)
+    app.add_middleware(BodyLimit, max_bytes=settings.upload_max_bytes)
+    for module in (health, metrics, documents, search, admin):
+        app.include_router(module.router)
     return app

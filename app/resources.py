@@ -2,16 +2,28 @@
 
 from __future__ import annotations
 
+import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
+from pathlib import Path
 
+from redis.asyncio import Redis
+from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncEngine
 
+from app.auth import TokenVerifier
 from app.db.engine import create_engine, create_sessionmaker
 from app.db.tenancy import SessionMaker
+from app.embeddings import Embedder, build_embedder, check_dimensions
 from app.errors import ServiceUnavailable
+from app.ingest.chunking import Chunker, default_tokenizer_path, load_tokenizer
+from app.ratelimit import RateLimiter, build_rate_limiter
 from app.settings import Settings
+from app.tenants import TenantDirectory
+
+_log = logging.getLogger(__name__)
+HEADER_TOKENS = 48  # room for the contextual header (title, section path) in the model's input
 
 
 @dataclass(frozen=True, slots=True)
@@ -19,18 +31,81 @@ class Resources:
     settings: Settings
     engine: AsyncEngine
     sessions: SessionMaker
+    verifier: TokenVerifier
+    limiter: RateLimiter
+    tenants: TenantDirectory
+    embedder: Embedder
+    chunker: Chunker
+    redis: Redis | None
 
 
 @asynccontextmanager
-async def open_resources(settings: Settings) -> AsyncIterator[Resources]:
+async def open_resources(
+    settings: Settings, *, embedder: Embedder | None = None
+) -> AsyncIterator[Resources]:
+    """Everything a request may need; `embedder` replaces the configured one (tests)."""
     if settings.database_url is None:
-        raise ServiceUnavailable(
-            "RAG_DATABASE_URL is not set (use `rag serve` for the embedded one)"
-        )
+        raise ServiceUnavailable("RAG_DATABASE_URL is not set (`rag serve` embeds one)")
+    verifier = TokenVerifier.from_settings(settings)
     engine = create_engine(
         settings.database_url.get_secret_value(), pool_size=settings.db_pool_size
     )
+    sessions = create_sessionmaker(engine)
+    limiter = build_rate_limiter(settings)
+    redis = Redis.from_url(settings.redis_url, socket_timeout=1) if settings.redis_url else None
+    embedder = embedder or await build_embedder(settings)
     try:
-        yield Resources(settings=settings, engine=engine, sessions=create_sessionmaker(engine))
+        check_dimensions(embedder, await _column_dimensions(engine, settings))
+        yield Resources(
+            settings=settings,
+            engine=engine,
+            sessions=sessions,
+            verifier=verifier,
+            limiter=limiter,
+            tenants=TenantDirectory(sessions, ttl_seconds=settings.tenant_cache_seconds),
+            embedder=embedder,
+            chunker=build_chunker(settings, embedder),
+            redis=redis,
+        )
     finally:
+        await embedder.aclose()
+        await limiter.aclose()
+        if redis is not None:
+            await redis.aclose()
         await engine.dispose()
+
+
+async def _column_dimensions(engine: AsyncEngine, settings: Settings) -> int:
+    """The vector column's dimension; the configured one if the database is not up yet."""
+    query = text(
+        "select atttypmod from pg_attribute"
+        " where attrelid = 'chunks'::regclass and attname = 'embedding'"
+    )
+    try:
+        async with engine.connect() as conn:
+            found = await conn.scalar(query)
+    except OSError:
+        _log.warning("database not reachable at start; /readyz will say when it is")
+        return settings.embedding_dimensions
+    return int(found) if found else settings.embedding_dimensions
+
+
+def build_chunker(settings: Settings, embedder: Embedder) -> Chunker:
+    """Chunks sized in the model's own tokens, small enough for the model to read whole."""
+    inner = getattr(embedder, "inner", embedder)
+    tokenizer_file: Path | None = getattr(inner, "tokenizer_file", None)
+    max_input: int | None = getattr(inner, "max_input_tokens", None)
+    chunk_tokens = settings.chunk_tokens
+    if max_input is not None and chunk_tokens > max_input - HEADER_TOKENS:
+        chunk_tokens = max_input - HEADER_TOKENS
+        _log.info(
+            "chunks of %d tokens: the model reads %d (RAG_CHUNK_TOKENS=%d)",
+            chunk_tokens,
+            max_input,
+            settings.chunk_tokens,
+        )
+    overlap = min(settings.chunk_overlap_tokens, chunk_tokens // 4)
+    tokenizer = load_tokenizer(
+        settings.tokenizer_file or tokenizer_file or default_tokenizer_path()
+    )
+    return Chunker(tokenizer, chunk_tokens=chunk_tokens, overlap_tokens=overlap)

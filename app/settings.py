@@ -70,6 +70,15 @@ class Settings(BaseSettings):
     openai_timeout_seconds: float = Field(default=30.0, gt=0)
     openai_max_retries: int = Field(default=5, ge=0)
 
+    tokenizer_file: Path | None = None  # default: the local model's tokenizer.json
+
+    # search
+    search_threshold_default: float | None = Field(default=None, ge=0.0, le=1.0)
+    search_ef_search_default: int = Field(default=40, ge=1, le=1000)
+    search_candidates: int = Field(default=40, ge=1, le=1000)
+    search_rrf_k: int = Field(default=60, ge=1)
+    query_max_chars: int = Field(default=10_000, ge=1)
+
     # ingest
     chunk_tokens: int = Field(default=300, ge=32, le=8192)
     chunk_overlap_tokens: int = Field(default=50, ge=0)

@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 from sqlalchemy import select
 from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.db.models import Tenant
-from app.errors import NotFound
+from app.db.tenancy import SessionMaker, registry_transaction
+from app.errors import Forbidden, NotFound
 
 TENANT_ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$"
 
@@ -49,4 +52,47 @@ async def update_tenant(
     if status is not None:
         tenant.status = status
     await session.flush()
+    await session.refresh(tenant)  # updated_at is set by the server
     return tenant
+
+
+@dataclass(frozen=True, slots=True)
+class TenantInfo:
+    id: str
+    tier: str
+    status: str
+
+
+class TenantDirectory:
+    """Who may act: the tenant exists and is active. A short-lived cache saves a query per
+    request; a suspension takes effect within `ttl_seconds`."""
+
+    def __init__(self, sessions: SessionMaker, *, ttl_seconds: float, max_entries: int = 10_000):
+        self._sessions = sessions
+        self._ttl = ttl_seconds
+        self._max = max_entries
+        self._cache: dict[str, tuple[float, TenantInfo | None]] = {}
+
+    async def lookup(self, tenant_id: str) -> TenantInfo | None:
+        now = time.monotonic()
+        cached = self._cache.get(tenant_id)
+        if cached is not None and cached[0] > now:
+            return cached[1]
+        async with registry_transaction(self._sessions) as session:
+            tenant = await session.get(Tenant, tenant_id)
+        info = TenantInfo(tenant.id, tenant.tier, tenant.status) if tenant else None
+        if len(self._cache) >= self._max:
+            self._cache.clear()
+        self._cache[tenant_id] = (now + self._ttl, info)
+        return info
+
+    async def require_active(self, tenant_id: str) -> TenantInfo:
+        info = await self.lookup(tenant_id)
+        if info is None:
+            raise Forbidden(f"tenant {tenant_id!r} does not exist")
+        if info.status != "active":
+            raise Forbidden(f"tenant {tenant_id!r} is suspended")
+        return info
+
+    def forget(self, tenant_id: str) -> None:
+        self._cache.pop(tenant_id, None)

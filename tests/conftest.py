@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import asyncio
+import uuid
 import os
 import shutil
 import socket
 import subprocess
 import time
 from collections.abc import AsyncIterator, Callable, Iterator
+from contextlib import asynccontextmanager
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -29,9 +31,13 @@ from app.db.embedded import (
 )
 from app.db.engine import create_engine
 from app.db.migrate import migrate
-from app.db.tenancy import SessionMaker
+from app.auth import issue_token
+from app.db.tenancy import SessionMaker, registry_transaction
+from app.embeddings import Embedder
 from app.main import create_app
 from app.settings import EmbeddingProvider, Settings
+from app.tenants import TenantDirectory, create_tenant
+from tests.fakes import WordHashEmbedder
 
 TEST_REDIS_DB = 15
 DIMENSIONS = 384
@@ -158,14 +164,77 @@ async def sessions(app_engine: AsyncEngine) -> AsyncIterator[SessionMaker]:
         await outer.rollback()
 
 
+@pytest.fixture(scope="session")
+def embedder() -> WordHashEmbedder:
+    return WordHashEmbedder(DIMENSIONS)
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _clean_redis(redis_url: str) -> None:
+    redis.Redis.from_url(redis_url).flushdb()
+
+
 @pytest.fixture
-async def client(settings: Settings, sessions: SessionMaker) -> AsyncIterator[AsyncClient]:
+async def client(
+    settings: Settings, sessions: SessionMaker, embedder: WordHashEmbedder
+) -> AsyncIterator[AsyncClient]:
     """The real app over ASGI; its sessions join the test's rolled-back transaction."""
-    app = create_app(settings)
+    async with app_client(settings, sessions, embedder) as http:
+        yield http
+
+
+@asynccontextmanager
+async def app_client(
+    settings: Settings, sessions: SessionMaker, embedder: Embedder
+) -> AsyncIterator[AsyncClient]:
+    app = create_app(settings, embedder=embedder)
     async with app.router.lifespan_context(app) as state:
         assert state is not None
         resources = replace(state["resources"], sessions=sessions)
+        resources = replace(
+            resources, tenants=TenantDirectory(sessions, ttl_seconds=settings.tenant_cache_seconds)
+        )
         app.dependency_overrides[get_resources] = lambda: resources
         transport = ASGITransport(app=app)
         async with AsyncClient(transport=transport, base_url="http://test") as http:
             yield http
+
+
+@dataclass(frozen=True, slots=True)
+class TenantClient:
+    """A client for one fresh tenant, with a token carrying the given scopes."""
+
+    http: AsyncClient
+    tenant_id: str
+    headers: dict[str, str]
+
+
+def token_for(settings: Settings, tenant_id: str, scopes: str = "rag:search rag:ingest") -> str:
+    return issue_token(
+        settings, tenant_id=tenant_id, subject="tester", scopes=scopes.split(), ttl_seconds=300
+    )
+
+
+async def new_tenant(
+    http: AsyncClient,
+    settings: Settings,
+    sessions: SessionMaker,
+    *,
+    tier: str = "basic",
+    scopes: str = "rag:search rag:ingest",
+) -> TenantClient:
+    tenant_id = f"t-{uuid.uuid4().hex[:12]}"
+    async with registry_transaction(sessions) as session:
+        await create_tenant(session, tenant_id, tier=tier)
+    headers = {"Authorization": f"Bearer {token_for(settings, tenant_id, scopes)}"}
+    return TenantClient(http, tenant_id, headers)
+
+
+@pytest.fixture
+async def tenant_a(client: AsyncClient, settings: Settings, sessions: SessionMaker) -> TenantClient:
+    return await new_tenant(client, settings, sessions)
+
+
+@pytest.fixture
+async def tenant_b(client: AsyncClient, settings: Settings, sessions: SessionMaker) -> TenantClient:
+    return await new_tenant(client, settings, sessions)

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import json
 import logging
 from collections.abc import Mapping
 
+import asyncpg
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
+from sqlalchemy import exc as sa_exc
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from app.errors import AppError
@@ -15,6 +18,18 @@ from app.errors import AppError
 _log = logging.getLogger(__name__)
 PROBLEM_TYPE_BASE = "https://rag-service.dev/problems/"
 PROBLEM_JSON = "application/problem+json"
+DATABASE_RETRY_AFTER = 5
+_CONNECTION_ERRORS = (
+    OSError,
+    asyncpg.PostgresConnectionError,
+    asyncpg.InterfaceError,
+    asyncpg.CannotConnectNowError,
+)
+
+
+def problem_body(*, status: int, title: str, detail: str, slug: str) -> bytes:
+    body = {"type": PROBLEM_TYPE_BASE + slug, "title": title, "status": status, "detail": detail}
+    return json.dumps(body).encode()
 
 
 def problem_response(
@@ -83,7 +98,30 @@ async def _http_error(_request: Request, exc: Exception) -> JSONResponse:
     )
 
 
+def _is_unavailable(exc: Exception) -> bool:
+    """The database cannot be reached (as opposed to a bug in a query)."""
+    if isinstance(exc, OSError | sa_exc.TimeoutError):
+        return True
+    if isinstance(exc, sa_exc.DBAPIError):
+        cause = getattr(exc.orig, "__cause__", None)
+        return (
+            exc.connection_invalidated
+            or isinstance(exc.orig, _CONNECTION_ERRORS)
+            or isinstance(cause, _CONNECTION_ERRORS)
+        )
+    return False
+
+
 async def _unexpected(_request: Request, exc: Exception) -> JSONResponse:
+    if _is_unavailable(exc):
+        _log.warning("database unavailable: %s", type(exc).__name__)
+        return problem_response(
+            status=503,
+            title="Service unavailable",
+            detail="the database is not reachable; retry shortly",
+            slug="database-unavailable",
+            headers={"Retry-After": str(DATABASE_RETRY_AFTER)},
+        )
     _log.exception("unhandled error", exc_info=exc)
     return problem_response(
         status=500, title="Internal error", detail="an unexpected error occurred", slug="internal"

@@ -8,6 +8,7 @@ from pydantic import SecretStr
 from app.api.deps import get_resources
 from app.main import create_app
 from app.settings import Settings
+from tests.fakes import WordHashEmbedder
 
 
 async def test_healthz_answers(client: AsyncClient) -> None:
@@ -32,7 +33,7 @@ async def test_readyz_is_503_when_the_database_is_unreachable(settings: Settings
     dead = settings.model_copy(
         update={"database_url": SecretStr("postgresql://nobody@127.0.0.1:1/none")}
     )
-    app = create_app(dead)
+    app = create_app(dead, embedder=WordHashEmbedder())
     async with app.router.lifespan_context(app) as state:
         assert state is not None
         resources = state["resources"]

@@ -1,0 +1,154 @@
+"""Documents: ingest (JSON, batch, file upload), list, read, delete."""
+
+from __future__ import annotations
+
+import json
+import uuid
+from typing import Annotated
+
+from fastapi import APIRouter, File, Form, Query, Response, UploadFile, status
+
+from app.api.deps import IngestCaller, ResourcesDep, SearchCaller
+from app.api.documents_models import (
+    BatchIn,
+    BatchItem,
+    BatchOut,
+    DocumentIn,
+    DocumentList,
+    DocumentOut,
+    IngestOut,
+    to_input,
+)
+from app.db.tenancy import tenant_transaction
+from app.errors import AppError, PayloadTooLarge, Unprocessable
+from app.ingest.catalog import delete_document, get_document, list_documents
+from app.ingest.documents import DocumentInput, ingest_document
+from app.ingest.parsing import sniff_source_type
+from app.ingest.store import DEFAULT_COLLECTION
+from app.resources import Resources
+
+router = APIRouter(prefix="/api/rag/documents", tags=["documents"])
+UPLOAD_CHUNK = 1024 * 1024
+
+
+async def _ingest(resources: Resources, tenant_id: str, document: DocumentInput) -> IngestOut:
+    result = await ingest_document(
+        resources.sessions,
+        resources.embedder,
+        chunker=resources.chunker,
+        tenant_id=tenant_id,
+        document=document,
+    )
+    return IngestOut.from_result(result)
+
+
+@router.post("", status_code=201, responses={200: {"model": IngestOut}})
+async def create_document(
+    body: DocumentIn, caller: IngestCaller, resources: ResourcesDep, response: Response
+) -> IngestOut:
+    """Ingest one document; the same `external_id` again updates it (200 if unchanged)."""
+    out = await _ingest(resources, caller.tenant_id, to_input(body))
+    response.status_code = status.HTTP_201_CREATED if out.changed else status.HTTP_200_OK
+    return out
+
+
+@router.post("/batch")
+async def create_documents(
+    body: BatchIn, caller: IngestCaller, resources: ResourcesDep
+) -> BatchOut:
+    """Ingest several documents, each in its own transaction; failures are reported per item."""
+    limit = resources.settings.batch_max_documents
+    if len(body.documents) > limit:
+        raise PayloadTooLarge(f"a batch holds at most {limit} documents (RAG_BATCH_MAX_DOCUMENTS)")
+    items: list[BatchItem] = []
+    for index, document in enumerate(body.documents):
+        try:
+            out = await _ingest(resources, caller.tenant_id, to_input(document))
+            items.append(BatchItem(index=index, status=201 if out.changed else 200, result=out))
+        except AppError as error:
+            items.append(BatchItem(index=index, status=error.status, error=error.detail))
+    return BatchOut.of(items)
+
+
+@router.post("/upload", status_code=201, responses={200: {"model": IngestOut}})
+async def upload_document(
+    caller: IngestCaller,
+    resources: ResourcesDep,
+    response: Response,
+    file: Annotated[UploadFile, File(description="PDF, markdown, HTML or text.")],
+    title: Annotated[str | None, Form(max_length=1000)] = None,
+    external_id: Annotated[str | None, Form(min_length=1, max_length=512)] = None,
+    collection: Annotated[str, Form(min_length=1, max_length=128)] = DEFAULT_COLLECTION,
+    source_url: Annotated[str | None, Form(max_length=4096)] = None,
+    metadata: Annotated[str | None, Form(description="A JSON object.")] = None,
+) -> IngestOut:
+    """Ingest a file; its type is sniffed from the content, not trusted from the name."""
+    data = await _read_capped(file, resources.settings.upload_max_bytes)
+    source_type = sniff_source_type(data, filename=file.filename, declared=file.content_type)
+    document = DocumentInput(
+        content=data,
+        source_type=source_type,
+        title=title,
+        external_id=external_id,
+        collection=collection,
+        source_url=source_url,
+        metadata=_metadata_form(metadata),
+    )
+    out = await _ingest(resources, caller.tenant_id, document)
+    response.status_code = status.HTTP_201_CREATED if out.changed else status.HTTP_200_OK
+    return out
+
+
+async def _read_capped(file: UploadFile, limit: int) -> bytes:
+    data = bytearray()
+    while chunk := await file.read(UPLOAD_CHUNK):
+        data.extend(chunk)
+        if len(data) > limit:
+            raise PayloadTooLarge(f"the file is larger than {limit} bytes (RAG_UPLOAD_MAX_BYTES)")
+    if not data:
+        raise Unprocessable("the file is empty")
+    return bytes(data)
+
+
+def _metadata_form(raw: str | None) -> dict[str, object]:
+    if not raw:
+        return {}
+    try:
+        value = json.loads(raw)
+    except json.JSONDecodeError as error:
+        raise Unprocessable(f"metadata is not valid JSON: {error.msg}") from None
+    if not isinstance(value, dict):
+        raise Unprocessable("metadata must be a JSON object")
+    return value
+
+
+@router.get("")
+async def list_all(
+    caller: SearchCaller,
+    resources: ResourcesDep,
+    collection: Annotated[str | None, Query(max_length=128)] = None,
+    limit: Annotated[int, Query(ge=1, le=200)] = 50,
+    offset: Annotated[int, Query(ge=0)] = 0,
+) -> DocumentList:
+    async with tenant_transaction(resources.sessions, caller.tenant_id) as session:
+        found, total = await list_documents(
+            session, collection=collection, limit=limit, offset=offset
+        )
+    return DocumentList(
+        items=[DocumentOut.of(s) for s in found], total=total, limit=limit, offset=offset
+    )
+
+
+@router.get("/{document_id}")
+async def read(
+    document_id: uuid.UUID, caller: SearchCaller, resources: ResourcesDep
+) -> DocumentOut:
+    async with tenant_transaction(resources.sessions, caller.tenant_id) as session:
+        return DocumentOut.of(await get_document(session, document_id))
+
+
+@router.delete("/{document_id}", status_code=204)
+async def delete(document_id: uuid.UUID, caller: IngestCaller, resources: ResourcesDep) -> None:
+    """Delete a document and its chunks."""
+    async with tenant_transaction(resources.sessions, caller.tenant_id) as session:
+        await delete_document(session, document_id)

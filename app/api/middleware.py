@@ -1,0 +1,87 @@
+"""ASGI middleware: rate-limit headers on every reply, and a cap on request bodies."""
+
+from __future__ import annotations
+
+from starlette.datastructures import Headers, MutableHeaders
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from app.api.problems import problem_body
+
+RATE_LIMIT_HEADERS_STATE = "rate_limit_headers"
+BODY_OVERHEAD = 64 * 1024  # multipart boundaries and form fields around an upload
+
+
+class RateLimitHeaders:
+    """Copies the gate's rate-limit headers onto whatever reply the request gets."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+
+        async def send_with_headers(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                found = scope.get("state", {}).get(RATE_LIMIT_HEADERS_STATE)
+                if found:
+                    headers = MutableHeaders(scope=message)
+                    for name, value in found.items():
+                        if name not in headers:
+                            headers[name] = value
+            await send(message)
+
+        await self.app(scope, receive, send_with_headers)
+
+
+class BodyLimit:
+    """413 for a body over `max_bytes`: by Content-Length up front, else while it streams."""
+
+    def __init__(self, app: ASGIApp, *, max_bytes: int) -> None:
+        self.app = app
+        self.max_bytes = max_bytes + BODY_OVERHEAD
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        length = Headers(scope=scope).get("content-length")
+        if length is not None and length.isdigit() and int(length) > self.max_bytes:
+            await _too_large(send, self.max_bytes)
+            return
+        received = 0
+
+        async def counting_receive() -> Message:
+            nonlocal received
+            message = await receive()
+            received += len(message.get("body", b""))
+            if received > self.max_bytes:
+                raise BodyTooLarge
+            return message
+
+        try:
+            await self.app(scope, counting_receive, send)
+        except BodyTooLarge:
+            await _too_large(send, self.max_bytes)
+
+
+class BodyTooLarge(Exception):
+    pass
+
+
+async def _too_large(send: Send, limit: int) -> None:
+    body = problem_body(
+        status=413,
+        title="Payload too large",
+        detail=f"the request body is larger than {limit} bytes",
+        slug="payload-too-large",
+    )
+    await send(
+        {
+            "type": "http.response.start",
+            "status": 413,
+            "headers": [(b"content-type", b"application/problem+json")],
+        }
+    )
+    await send({"type": "http.response.body", "body": body})

@@ -1,0 +1,163 @@
+"""Request and response models of search (shared by /search and /context)."""
+
+from __future__ import annotations
+
+import uuid
+from typing import Annotated, Self
+
+from pydantic import BaseModel, ConfigDict, Field, JsonValue, StringConstraints, model_validator
+
+from app.ingest.parsing import SourceType
+from app.retrieval import Hit, MetadataCondition, SearchFilters, SearchMode, SearchOutcome
+
+MetadataKey = Annotated[str, StringConstraints(min_length=1, max_length=128)]
+Scalar = str | int | float | bool | None
+
+
+class Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class Range(Strict):
+    """A condition on one metadata key: `eq`, `in`, and/or numeric bounds."""
+
+    eq: Scalar = None
+    in_: Annotated[list[Scalar] | None, Field(alias="in", max_length=100)] = None
+    gt: float | None = None
+    gte: float | None = None
+    lt: float | None = None
+    lte: float | None = None
+
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+    @model_validator(mode="after")
+    def _not_empty(self) -> Self:
+        if not self.model_fields_set:
+            raise ValueError("give at least one of eq, in, gt, gte, lt, lte")
+        return self
+
+
+class Filters(Strict):
+    source_types: Annotated[list[SourceType] | None, Field(max_length=4)] = None
+    document_ids: Annotated[list[uuid.UUID] | None, Field(max_length=1000)] = None
+    metadata: Annotated[dict[MetadataKey, Range | Scalar | list[Scalar]], Field(max_length=32)] = {}
+
+
+class SearchIn(Strict):
+    query: Annotated[str, StringConstraints(strip_whitespace=True, min_length=1)]
+    max_results: Annotated[int, Field(ge=1, le=20)] = 5
+    threshold: Annotated[float | None, Field(ge=0.1, le=1.0)] = None
+    mode: SearchMode = SearchMode.VECTOR
+    collections: Annotated[
+        list[Annotated[str, StringConstraints(min_length=1, max_length=128)]] | None,
+        Field(max_length=100),
+    ] = None
+    filters: Filters = Filters()
+    ef_search: Annotated[int | None, Field(ge=1, le=1000)] = None
+
+
+def to_filters(body: SearchIn) -> SearchFilters:
+    return SearchFilters(
+        collections=body.collections,
+        source_types=[t.value for t in body.filters.source_types]
+        if body.filters.source_types
+        else None,
+        document_ids=body.filters.document_ids,
+        metadata={key: _condition(value) for key, value in body.filters.metadata.items()},
+    )
+
+
+def _condition(value: Range | Scalar | list[Scalar]) -> MetadataCondition:
+    if isinstance(value, list):
+        return MetadataCondition(any_of=value)
+    if not isinstance(value, Range):
+        return MetadataCondition(any_of=[value])
+    any_of = value.in_ if value.in_ is not None else None
+    if "eq" in value.model_fields_set:
+        any_of = [value.eq] if any_of is None else [v for v in any_of if v == value.eq]
+    bounds = {
+        op: getattr(value, op)
+        for op in ("gt", "gte", "lt", "lte")
+        if getattr(value, op) is not None
+    }
+    return MetadataCondition(any_of=any_of, bounds=bounds)
+
+
+class ChunkOut(BaseModel):
+    chunk_id: uuid.UUID
+    document_id: uuid.UUID
+    external_id: str
+    collection: str
+    content: str
+    similarity: float = Field(description="1 - cosine distance to the query.")
+    score: float = Field(description="The ranking score of the mode (RRF score in hybrid).")
+    title: str
+    source_type: str
+    source_url: str | None
+    page_number: int | None
+    section: list[str]
+    chunk_index: int
+    total_chunks: int
+    metadata: dict[str, JsonValue]
+
+    @classmethod
+    def of(cls, hit: Hit) -> Self:
+        return cls(
+            chunk_id=hit.chunk_id,
+            document_id=hit.document_id,
+            external_id=hit.external_id,
+            collection=hit.collection,
+            content=hit.content,
+            similarity=hit.similarity,
+            score=hit.score,
+            title=hit.title,
+            source_type=hit.source_type,
+            source_url=hit.source_url,
+            page_number=hit.page_number,
+            section=list(hit.section),
+            chunk_index=hit.chunk_index,
+            total_chunks=hit.total_chunks,
+            metadata=hit.metadata,
+        )
+
+
+class Timings(BaseModel):
+    embed_ms: float
+    database_ms: float
+    total_ms: float
+
+
+class SearchOut(BaseModel):
+    chunks: list[ChunkOut]
+    total_found: int = Field(description="Candidates that passed filters and threshold.")
+    avg_similarity: float
+    search_time_ms: float
+    timings: Timings
+    mode: SearchMode
+    model: str
+    threshold: float | None
+    fewer_than_requested: bool = Field(description="Fewer chunks passed than max_results.")
+    note: str | None = None
+
+    @classmethod
+    def of(cls, outcome: SearchOutcome, *, body: SearchIn, threshold: float | None) -> Self:
+        fewer = len(outcome.hits) < body.max_results
+        note = None
+        if fewer and threshold is not None and body.mode is not SearchMode.KEYWORD:
+            note = f"only {len(outcome.hits)} chunks reached the threshold {threshold}"
+        return cls(
+            chunks=[ChunkOut.of(hit) for hit in outcome.hits],
+            total_found=outcome.total_found,
+            avg_similarity=round(outcome.avg_similarity, 6),
+            search_time_ms=outcome.timings_ms["total"],
+            timings=Timings(
+                embed_ms=outcome.timings_ms["embed"],
+                database_ms=outcome.timings_ms["database"],
+                total_ms=outcome.timings_ms["total"],
+            ),
+            mode=body.mode,
+            model=outcome.model,
+            threshold=threshold,
+            fewer_than_requested=fewer,
+            note=note,
+        )

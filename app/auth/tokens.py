@@ -1,0 +1,257 @@
+"""Bearer JWTs -> Principal: python-jose verification with the settings' keys and algorithms.
+
+The token is parsed here (strict base64url, JSON header and payload) so that each rejection has a
+precise reason; the signature is checked by the python-jose key bound to the header's algorithm,
+and only algorithms listed in the settings are accepted. Reasons never quote the token or a key.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+import math
+import re
+import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+
+from jose import jwt
+from jose.exceptions import JOSEError
+
+from app.auth.keys import HMAC_ALGORITHMS, AuthConfigError, VerificationKey, hmac_secret, load_keys
+from app.errors import Unauthenticated
+from app.settings import Settings
+
+SCOPE_SEARCH = "rag:search"
+SCOPE_INGEST = "rag:ingest"
+SCOPE_ADMIN = "rag:admin"
+
+_SEGMENT = re.compile(r"^[A-Za-z0-9_-]*$")
+_SCOPE_CLAIMS = ("scope", "scp", "scopes")
+
+
+@dataclass(frozen=True, slots=True)
+class Principal:
+    """Who is calling: the tenant the token acts for, its subject and its scopes."""
+
+    tenant_id: str
+    subject: str
+    scopes: frozenset[str]
+
+    def has_scope(self, scope: str) -> bool:
+        return scope in self.scopes
+
+
+def invalid_token(reason: str) -> Unauthenticated:
+    """A 401 for a token that was presented but cannot be accepted (RFC 6750 invalid_token)."""
+    description = reason.replace('"', "'").replace("\\", "")
+    challenge = f'Bearer error="invalid_token", error_description="{description}"'
+    return Unauthenticated(f"invalid token: {reason}", headers={"WWW-Authenticate": challenge})
+
+
+def principal_from_authorization(header_value: str | None, verifier: TokenVerifier) -> Principal:
+    """The principal of an `Authorization: Bearer <token>` header; 401 when it is missing or bad."""
+    scheme, _, token = (header_value or "").strip().partition(" ")
+    if scheme.lower() != "bearer" or not token.strip():
+        raise Unauthenticated(
+            "a bearer token is required (Authorization: Bearer <token>)",
+            headers={"WWW-Authenticate": "Bearer"},
+        )
+    return verifier.verify(token.strip())
+
+
+class TokenVerifier:
+    """Verifies bearer JWTs against configured keys; build it once, use it for every request."""
+
+    def __init__(
+        self,
+        keys: Sequence[VerificationKey],
+        *,
+        audience: str | None = None,
+        issuer: str | None = None,
+        leeway_seconds: float = 0,
+        tenant_claim: str = "tenant_id",
+        max_token_bytes: int = 8192,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self._keys = tuple(keys)
+        self.algorithms = frozenset(key.algorithm for key in self._keys)
+        self._audience, self._issuer = audience, issuer
+        self._leeway, self._tenant_claim = leeway_seconds, tenant_claim
+        self._max_token_bytes, self._clock = max_token_bytes, clock
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> TokenVerifier:
+        """Load the keys the settings name; AuthConfigError when an algorithm has no key."""
+        return cls(
+            load_keys(settings),
+            audience=settings.jwt_audience,
+            issuer=settings.jwt_issuer,
+            leeway_seconds=settings.jwt_leeway_seconds,
+            tenant_claim=settings.jwt_tenant_claim,
+            max_token_bytes=settings.jwt_max_token_bytes,
+        )
+
+    def verify(self, token: str) -> Principal:
+        """The token's principal, or Unauthenticated naming why the token is refused."""
+        if len(token.encode("utf-8", "replace")) > self._max_token_bytes:
+            raise invalid_token("token too large")
+        header, payload, signing_input, signature = _split(token)
+        algorithm = header.get("alg")
+        if not isinstance(algorithm, str) or algorithm not in self.algorithms:
+            raise invalid_token("unsupported algorithm")
+        if "crit" in header:
+            raise invalid_token("unsupported critical header")
+        keys = self._candidates(algorithm, header.get("kid"))
+        if not any(_signature_matches(key, signing_input, signature) for key in keys):
+            raise invalid_token("bad signature")
+        try:
+            claims = json.loads(payload)
+        except ValueError:
+            raise invalid_token("malformed token") from None
+        if not isinstance(claims, dict):
+            raise invalid_token("malformed token")
+        self._check_times(claims)
+        self._check_audience_and_issuer(claims)
+        return Principal(
+            tenant_id=_required_string(claims, self._tenant_claim),
+            subject=_required_string(claims, "sub"),
+            scopes=_scopes(claims),
+        )
+
+    def _candidates(self, algorithm: str, kid: object) -> list[VerificationKey]:
+        """Keys for this algorithm chosen by `kid`; a lone key also serves a token without one."""
+        if kid is not None and not isinstance(kid, str):
+            raise invalid_token("malformed token")
+        usable = [key for key in self._keys if key.algorithm == algorithm]
+        lone = len(usable) == 1 and (kid is None or usable[0].kid in (None, kid))
+        if algorithm in HMAC_ALGORITHMS or lone:
+            return usable
+        if kid is None:
+            raise invalid_token("token has no key id (kid) and several keys are configured")
+        chosen = [key for key in usable if key.kid == kid]
+        if not chosen:
+            raise invalid_token("unknown key id (kid)")
+        return chosen
+
+    def _check_times(self, claims: Mapping[str, object]) -> None:
+        now, leeway = self._clock(), self._leeway
+        if "exp" not in claims:
+            raise invalid_token("missing claim 'exp'")
+        if now >= _numeric_date(claims, "exp") + leeway:
+            raise invalid_token("token expired")
+        if "nbf" in claims and now + leeway < _numeric_date(claims, "nbf"):
+            raise invalid_token("token not yet valid (nbf)")
+        if "iat" in claims and now + leeway < _numeric_date(claims, "iat"):
+            raise invalid_token("token issued in the future (iat)")
+
+    def _check_audience_and_issuer(self, claims: Mapping[str, object]) -> None:
+        if self._issuer is not None and _required_string(claims, "iss") != self._issuer:
+            raise invalid_token("wrong issuer")
+        if self._audience is None:
+            return
+        if "aud" not in claims:
+            raise invalid_token("missing claim 'aud'")
+        audiences = claims["aud"]
+        audiences = [audiences] if isinstance(audiences, str) else audiences
+        if not isinstance(audiences, list) or not all(isinstance(a, str) for a in audiences):
+            raise invalid_token("invalid claim 'aud'")
+        if self._audience not in audiences:
+            raise invalid_token("wrong audience")
+
+
+def issue_token(
+    settings: Settings,
+    *,
+    tenant_id: str,
+    subject: str,
+    scopes: Iterable[str],
+    ttl_seconds: int,
+    now: float | None = None,
+) -> str:
+    """A token signed with RAG_JWT_SECRET (HS256 unless only another HS* is allowed) for dev use."""
+    secret = hmac_secret(settings)
+    allowed = [alg for alg in settings.jwt_algorithms if alg in HMAC_ALGORITHMS]
+    if not allowed:
+        raise AuthConfigError(
+            "RAG_JWT_ALGORITHMS allows no HS algorithm, so the service would refuse a token "
+            "signed with RAG_JWT_SECRET"
+        )
+    if ttl_seconds <= 0:
+        raise ValueError("ttl_seconds must be positive")
+    issued_at = int(time.time() if now is None else now)
+    claims: dict[str, object] = {
+        settings.jwt_tenant_claim: tenant_id,
+        "sub": subject,
+        "scope": " ".join(sorted({s for scope in scopes for s in scope.split()})),
+        "iat": issued_at,
+        "exp": issued_at + ttl_seconds,
+    }
+    if settings.jwt_audience is not None:
+        claims["aud"] = settings.jwt_audience
+    if settings.jwt_issuer is not None:
+        claims["iss"] = settings.jwt_issuer
+    algorithm = "HS256" if "HS256" in allowed else allowed[0]
+    return jwt.encode(claims, secret.decode(), algorithm=algorithm)
+
+
+def _split(token: str) -> tuple[dict[str, object], bytes, bytes, bytes]:
+    """Header, payload, signing input and signature of a compact JWS; 401 when malformed."""
+    parts = token.split(".")
+    if len(parts) != 3 or not all(_SEGMENT.match(part) for part in parts) or not parts[0]:
+        raise invalid_token("malformed token")
+    try:
+        header = json.loads(_b64decode(parts[0]))
+        payload, signature = _b64decode(parts[1]), _b64decode(parts[2])
+    except (ValueError, binascii.Error):
+        raise invalid_token("malformed token") from None
+    if not isinstance(header, dict):
+        raise invalid_token("malformed token")
+    return header, payload, f"{parts[0]}.{parts[1]}".encode("ascii"), signature
+
+
+def _b64decode(segment: str) -> bytes:
+    return base64.urlsafe_b64decode(segment + "=" * (-len(segment) % 4))
+
+
+def _signature_matches(key: VerificationKey, signing_input: bytes, signature: bytes) -> bool:
+    try:
+        return bool(key.key.verify(signing_input, signature))
+    except (JOSEError, ValueError, TypeError):
+        return False
+
+
+def _numeric_date(claims: Mapping[str, object], name: str) -> float:
+    value = claims[name]
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        raise invalid_token(f"invalid claim '{name}'")
+    return float(value)
+
+
+def _required_string(claims: Mapping[str, object], name: str) -> str:
+    value = claims.get(name)
+    if value is None:
+        raise invalid_token(f"missing claim '{name}'")
+    if not isinstance(value, str) or not value.strip():
+        raise invalid_token(f"invalid claim '{name}'")
+    return value
+
+
+def _scopes(claims: Mapping[str, object]) -> frozenset[str]:
+    """Scopes from `scope` (space-separated) and `scp`/`scopes` (a list, or a string too)."""
+    scopes: set[str] = set()
+    for name in _SCOPE_CLAIMS:
+        value = claims.get(name)
+        if value is None:
+            continue
+        if isinstance(value, str):
+            items: list[object] = [value]
+        elif isinstance(value, list):
+            items = value
+        else:
+            raise invalid_token(f"invalid claim '{name}'")
+        if not all(isinstance(item, str) for item in items):
+            raise invalid_token(f"invalid claim '{name}'")
+        scopes.update(part for item in items for part in str(item).split())
+    return frozenset(scopes)

@@ -1,0 +1,43 @@
+"""Parsing uploaded or posted documents into titled sections, one module per format."""
+
+from __future__ import annotations
+
+from app.errors import UnsupportedMediaType
+from app.ingest.parsing.html import decode_html, parse_html
+from app.ingest.parsing.markdown import parse_markdown
+from app.ingest.parsing.model import ParsedDocument, Section, SourceType
+from app.ingest.parsing.pdf import parse_pdf
+from app.ingest.parsing.sniffing import sniff_source_type
+from app.ingest.parsing.text import clean_text, decode_text, parse_plain
+
+__all__ = [
+    "ParsedDocument",
+    "Section",
+    "SourceType",
+    "parse_bytes",
+    "parse_text",
+    "sniff_source_type",
+]
+
+
+def parse_text(text: str, source_type: SourceType) -> ParsedDocument:
+    """A text, markdown or HTML document sent as a string (the JSON ingest path)."""
+    source_type = SourceType(source_type)
+    if source_type is SourceType.PDF:
+        raise UnsupportedMediaType("a PDF must be uploaded as a file, not sent as text")
+    text = clean_text(text)
+    if source_type is SourceType.HTML:
+        return parse_html(text)
+    if source_type is SourceType.MARKDOWN:
+        return parse_markdown(text)
+    return parse_plain(text)
+
+
+def parse_bytes(data: bytes, source_type: SourceType) -> ParsedDocument:
+    """An uploaded file of any source type (see `sniff_source_type` to choose it)."""
+    source_type = SourceType(source_type)
+    if source_type is SourceType.PDF:
+        return parse_pdf(data)
+    if source_type is SourceType.HTML:
+        return parse_html(decode_html(data))
+    return parse_text(decode_text(data), source_type)

@@ -1,0 +1,99 @@
+"""PDF: one section per page that has text, numbered from 1, with pypdf."""
+
+from __future__ import annotations
+
+import io
+import logging
+
+from pypdf import PasswordType, PdfReader
+from pypdf.errors import DependencyError
+
+from app.errors import Unprocessable
+from app.ingest.parsing.model import ParsedDocument, Section, document
+
+logger = logging.getLogger(__name__)
+
+_TITLE_MAX_CHARS = 120
+_TITLE_MAX_WORDS = 16
+
+
+def parse_pdf(data: bytes) -> ParsedDocument:
+    """The text layer of each page, as pypdf extracts it.
+
+    A PDF locked with only an owner password (print/copy restrictions) opens with the empty
+    user password, as in any viewer; one that needs a password to open is 422, and so is a
+    corrupt file or one without any text layer (scanned pages need OCR first).
+    """
+    reader = _open(data)
+    sections = [
+        Section(text=text, section_path=(), page_number=number)
+        for number, text in enumerate(_page_texts(reader), start=1)
+        if text.strip()
+    ]
+    if not sections:
+        raise Unprocessable(
+            "the PDF has no text layer (scanned pages?): run OCR on it first, then upload it again"
+        )
+    return document(_title(reader, sections[0].text), sections)
+
+
+def _open(data: bytes) -> PdfReader:
+    try:
+        reader = PdfReader(io.BytesIO(data))
+        if reader.is_encrypted and reader.decrypt("") == PasswordType.NOT_DECRYPTED:
+            raise Unprocessable("the PDF is encrypted: upload a copy without a password")
+        _ = len(reader.pages)  # reads the page tree, where truncated files usually fail
+    except (Unprocessable, DependencyError):
+        raise
+    except Exception as exc:  # pypdf raises many types (ValueError, KeyError …) on bad files
+        raise Unprocessable(
+            f"the PDF could not be read (corrupt or truncated?): {_describe(exc)}"
+        ) from exc
+    return reader
+
+
+def _page_texts(reader: PdfReader) -> list[str]:
+    texts: list[str] = []
+    for number, page in enumerate(reader.pages, start=1):
+        try:
+            text = page.extract_text()
+        except DependencyError:
+            raise
+        except Exception as exc:
+            raise Unprocessable(
+                f"page {number} of the PDF could not be read: {_describe(exc)}"
+            ) from exc
+        texts.append(_clean(text))
+    return texts
+
+
+def _clean(text: str) -> str:
+    """Unix newlines without trailing spaces, minus what PostgreSQL text cannot hold."""
+    text = text.replace("\x00", "").encode("utf-8", "replace").decode("utf-8")
+    lines = [line.rstrip() for line in text.replace("\r\n", "\n").replace("\r", "\n").split("\n")]
+    return "\n".join(lines).strip()
+
+
+def _title(reader: PdfReader, first_page: str) -> str | None:
+    """The metadata title, else the first line of the first page with text if it looks like a
+    heading: at most 120 characters and 16 words, containing a letter, not ending in a period.
+    """
+    try:
+        metadata_title = reader.metadata.title if reader.metadata else None
+    except Exception:  # a broken Info dictionary only costs the title
+        logger.debug("unreadable PDF metadata", exc_info=True)
+        metadata_title = None
+    if isinstance(metadata_title, str) and metadata_title.strip():
+        return " ".join(_clean(metadata_title).split())
+    line = " ".join(first_page.split("\n", 1)[0].split())
+    looks_like_heading = (
+        len(line) <= _TITLE_MAX_CHARS
+        and len(line.split()) <= _TITLE_MAX_WORDS
+        and any(char.isalpha() for char in line)
+        and not line.endswith(".")
+    )
+    return line if looks_like_heading else None
+
+
+def _describe(exc: Exception) -> str:
+    return str(exc) or type(exc).__name__

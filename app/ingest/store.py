@@ -1,0 +1,116 @@
+"""Database side of ingestion: what a document holds now, and writing a new version."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy import delete, insert, literal_column, select
+from sqlalchemy.dialects.postgresql import insert as pg_insert
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from app.db.models import Chunk, Collection, Document
+
+DEFAULT_COLLECTION = "default"
+INSERT_BATCH = 500
+
+
+@dataclass(frozen=True, slots=True)
+class StoredVersion:
+    """The stored version of a document: its hash and reusable vectors by embedded-text hash."""
+
+    document_id: uuid.UUID
+    content_hash: str
+    chunk_count: int
+    vectors: dict[str, list[float]]  # embedded_text_hash -> vector, for the current model
+    models: frozenset[str]
+
+
+@dataclass(frozen=True, slots=True)
+class DocumentRow:
+    tenant_id: str
+    collection: str
+    external_id: str
+    title: str
+    source_type: str
+    source_url: str | None
+    metadata: dict[str, Any]
+    content_hash: str
+
+
+async def stored_version(
+    session: AsyncSession, *, collection: str, external_id: str, model_id: str
+) -> StoredVersion | None:
+    stmt = (
+        select(Document.id, Document.content_hash, Document.chunk_count)
+        .join(Collection, Collection.id == Document.collection_id)
+        .where(Collection.name == collection, Document.external_id == external_id)
+    )
+    row = (await session.execute(stmt)).one_or_none()
+    if row is None:
+        return None
+    chunks = await session.execute(
+        select(Chunk.embedded_text_hash, Chunk.embedding_model, Chunk.embedding).where(
+            Chunk.document_id == row.id
+        )
+    )
+    vectors: dict[str, list[float]] = {}
+    models: set[str] = set()
+    for text_hash, model, vector in chunks:
+        models.add(model)
+        if model == model_id:
+            vectors[text_hash] = list(vector)
+    return StoredVersion(row.id, row.content_hash, row.chunk_count, vectors, frozenset(models))
+
+
+async def collection_id(session: AsyncSession, *, tenant_id: str, name: str) -> uuid.UUID:
+    """The collection's id, created on first use."""
+    await session.execute(
+        pg_insert(Collection)
+        .values(id=uuid.uuid4(), tenant_id=tenant_id, name=name)
+        .on_conflict_do_nothing(index_elements=[Collection.tenant_id, Collection.name])
+    )
+    found = await session.scalar(
+        select(Collection.id).where(Collection.tenant_id == tenant_id, Collection.name == name)
+    )
+    assert found is not None
+    return found
+
+
+async def write_version(
+    session: AsyncSession, row: DocumentRow, chunks: Sequence[dict[str, Any]]
+) -> tuple[uuid.UUID, bool]:
+    """Upsert the document, replace its chunks; returns (document id, created)."""
+    coll_id = await collection_id(session, tenant_id=row.tenant_id, name=row.collection)
+    values = {
+        "title": row.title,
+        "source_type": row.source_type,
+        "source_url": row.source_url,
+        "metadata_": row.metadata,
+        "content_hash": row.content_hash,
+        "chunk_count": len(chunks),
+    }
+    stmt = pg_insert(Document).values(
+        id=uuid.uuid4(),
+        tenant_id=row.tenant_id,
+        collection_id=coll_id,
+        external_id=row.external_id,
+        **values,
+    )
+    table = Document.__table__
+    changed = ("title", "source_type", "source_url", "metadata", "content_hash", "chunk_count")
+    upsert: Any = stmt.on_conflict_do_update(
+        index_elements=[Document.tenant_id, Document.collection_id, Document.external_id],
+        set_={table.c[name]: stmt.excluded[name] for name in (*changed, "updated_at")},
+    ).returning(Document.id, literal_column("xmax = 0"))  # xmax 0: a fresh insert
+    document_id, created = (await session.execute(upsert)).one()
+    await session.execute(delete(Chunk).where(Chunk.document_id == document_id))
+    rows = [
+        {**chunk, "tenant_id": row.tenant_id, "document_id": document_id, "collection_id": coll_id}
+        for chunk in chunks
+    ]
+    for start in range(0, len(rows), INSERT_BATCH):
+        await session.execute(insert(Chunk), rows[start : start + INSERT_BATCH])
+    return document_id, bool(created)

@@ -1,0 +1,29 @@
+"""Per-key sliding-window rate limits: Redis when configured, in-process otherwise.
+
+No FastAPI here: `api/` calls `limiter.hit(...)`, puts `rate_limit_headers(decision)` on the reply
+and `raise_if_denied(decision)` turns a denial into a 429.
+"""
+
+from app.ratelimit.fallback import REDIS_FALLBACKS, FallbackRateLimiter, build_rate_limiter
+from app.ratelimit.memory_limiter import MemoryRateLimiter
+from app.ratelimit.redis_limiter import RedisRateLimiter
+from app.ratelimit.window import (
+    Decision,
+    RateLimiter,
+    limit_for_tier,
+    raise_if_denied,
+    rate_limit_headers,
+)
+
+__all__ = [
+    "REDIS_FALLBACKS",
+    "Decision",
+    "FallbackRateLimiter",
+    "MemoryRateLimiter",
+    "RateLimiter",
+    "RedisRateLimiter",
+    "build_rate_limiter",
+    "limit_for_tier",
+    "raise_if_denied",
+    "rate_limit_headers",
+]

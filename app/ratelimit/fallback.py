@@ -1,0 +1,129 @@
+"""Redis first; when Redis fails, degrade as configured instead of failing the request.
+
+FAIL_OPEN: decisions come from an in-process limiter (each instance then enforces the limit on
+its own, so N instances admit up to N x limit), logged at most once per `log_interval_seconds`
+and counted (`fallback_count`, Prometheus `rag_ratelimit_redis_fallback_total`).
+FAIL_CLOSED: ServiceUnavailable (503) with Retry-After.
+After a failure Redis is left alone for `cooldown_seconds` (no 250 ms connect timeout on every
+request during an outage), then the next request tries it again.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import time
+from collections.abc import Callable
+
+from prometheus_client import Counter
+from redis.asyncio import Redis
+from redis.asyncio.retry import Retry
+from redis.backoff import NoBackoff
+from redis.exceptions import RedisError
+
+from app.errors import ServiceUnavailable
+from app.ratelimit.memory_limiter import MemoryRateLimiter
+from app.ratelimit.redis_limiter import RedisRateLimiter
+from app.ratelimit.window import Decision, RateLimiter
+from app.settings import RedisFailurePolicy, Settings
+
+logger = logging.getLogger(__name__)
+
+REDIS_FALLBACKS = Counter(
+    "rag_ratelimit_redis_fallback_total",
+    "Rate-limit decisions taken by the in-process limiter because Redis failed.",
+)
+# redis-py wraps socket errors in its own; OSError also covers TimeoutError (asyncio's too).
+_REDIS_FAILURES = (RedisError, OSError)
+
+
+class FallbackRateLimiter:
+    """A primary (Redis) limiter with a policy for when it fails; nothing else escapes `hit`."""
+
+    def __init__(
+        self,
+        primary: RateLimiter,
+        fallback: RateLimiter,
+        *,
+        policy: RedisFailurePolicy = RedisFailurePolicy.FAIL_OPEN,
+        cooldown_seconds: float = 1.0,
+        log_interval_seconds: float = 30.0,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.primary, self.fallback, self.policy = primary, fallback, policy
+        self.fallback_count = 0
+        self._cooldown, self._log_interval, self._clock = (
+            cooldown_seconds,
+            log_interval_seconds,
+            clock,
+        )
+        self._primary_down_until = -math.inf
+        self._next_log_at = -math.inf
+        self._unreported = 0
+        self._failing = False
+
+    async def hit(self, key: str, *, limit: int, window_seconds: int) -> Decision:
+        if self._clock() >= self._primary_down_until:
+            try:
+                decision = await self.primary.hit(key, limit=limit, window_seconds=window_seconds)
+            except _REDIS_FAILURES as exc:
+                self._primary_failed(exc)
+            else:
+                if self._failing:
+                    self._failing = False
+                    logger.warning("Redis rate limiter recovered")
+                return decision
+        if self.policy is RedisFailurePolicy.FAIL_CLOSED:
+            retry_after = max(1, math.ceil(self._primary_down_until - self._clock()))
+            raise ServiceUnavailable(
+                "the rate limiter is unavailable (Redis does not answer)",
+                headers={"Retry-After": str(retry_after)},
+            )
+        self.fallback_count += 1
+        REDIS_FALLBACKS.inc()
+        return await self.fallback.hit(key, limit=limit, window_seconds=window_seconds)
+
+    def _primary_failed(self, exc: BaseException) -> None:
+        now = self._clock()
+        self._primary_down_until = now + self._cooldown
+        self._failing = True
+        if now < self._next_log_at:
+            self._unreported += 1
+            return
+        action = "using the in-process limiter" if self._open else "answering 503"
+        logger.warning(
+            "Redis rate limiter failed (%s: %s); %s; %d earlier failures not logged",
+            type(exc).__name__,
+            exc,
+            action,
+            self._unreported,
+        )
+        self._next_log_at, self._unreported = now + self._log_interval, 0
+
+    @property
+    def _open(self) -> bool:
+        return self.policy is RedisFailurePolicy.FAIL_OPEN
+
+    async def aclose(self) -> None:
+        try:
+            await self.primary.aclose()
+        except _REDIS_FAILURES:
+            logger.debug("closing the Redis rate limiter failed", exc_info=True)
+        await self.fallback.aclose()
+
+
+def build_rate_limiter(settings: Settings) -> RateLimiter:
+    """Redis (with the configured failure policy) when RAG_REDIS_URL is set, else in-process."""
+    if not settings.redis_url:
+        return MemoryRateLimiter()
+    client = Redis.from_url(
+        settings.redis_url,
+        socket_timeout=0.25,
+        socket_connect_timeout=0.25,
+        retry=Retry(NoBackoff(), 1),  # one immediate retry: a pooled connection may be stale
+    )
+    return FallbackRateLimiter(
+        RedisRateLimiter(client, owns_client=True),
+        MemoryRateLimiter(),
+        policy=settings.rate_limit_redis_failure,
+    )

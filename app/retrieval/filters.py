@@ -1,0 +1,65 @@
+"""Search filters as SQL conditions on `chunks`; every key and value is a bound parameter."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from decimal import Decimal
+
+from sqlalchemy import ColumnElement, Numeric, and_, case, cast, func, or_, select
+
+from app.db.models import Chunk, Collection, Document
+
+Scalar = str | int | float | bool | None
+
+
+@dataclass(frozen=True, slots=True)
+class MetadataCondition:
+    """One metadata key: one of `any_of` (a single value is equality) and/or a numeric range."""
+
+    any_of: Sequence[Scalar] | None = None
+    bounds: Mapping[str, float] = field(default_factory=dict)  # gt, gte, lt, lte
+
+
+@dataclass(frozen=True, slots=True)
+class SearchFilters:
+    collections: Sequence[str] | None = None
+    source_types: Sequence[str] | None = None
+    document_ids: Sequence[uuid.UUID] | None = None
+    metadata: Mapping[str, MetadataCondition] = field(default_factory=dict)
+
+
+def conditions(filters: SearchFilters) -> list[ColumnElement[bool]]:
+    """WHERE conditions on Chunk (the tenant is enforced separately, and by RLS)."""
+    found: list[ColumnElement[bool]] = []
+    if filters.collections is not None:
+        names = select(Collection.id).where(Collection.name.in_(list(filters.collections)))
+        found.append(Chunk.collection_id.in_(names.scalar_subquery()))
+    if filters.source_types is not None:
+        docs = select(Document.id).where(Document.source_type.in_(list(filters.source_types)))
+        found.append(Chunk.document_id.in_(docs.scalar_subquery()))
+    if filters.document_ids is not None:
+        found.append(Chunk.document_id.in_(list(filters.document_ids)))
+    for key, condition in filters.metadata.items():
+        if condition.any_of is not None:
+            # `@>` containment uses the GIN (jsonb_path_ops) index.
+            found.append(or_(*(Chunk.metadata_.contains({key: v}) for v in condition.any_of)))
+        if condition.bounds:
+            found.append(_in_range(key, condition.bounds))
+    return found
+
+
+def _in_range(key: str, bounds: Mapping[str, float]) -> ColumnElement[bool]:
+    value = Chunk.metadata_[key]
+    number = case(
+        (func.jsonb_typeof(value) == "number", cast(value.astext, Numeric)),
+        else_=None,
+    )
+    tests = {
+        "gt": lambda b: number > b,
+        "gte": lambda b: number >= b,
+        "lt": lambda b: number < b,
+        "lte": lambda b: number <= b,
+    }
+    return and_(*(tests[op](Decimal(str(bound))) for op, bound in bounds.items()))

@@ -1,0 +1,225 @@
+"""Similarity search over a tenant's chunks: vector (HNSW cosine), keyword (full text), hybrid.
+
+Vector mode asks the HNSW index for the nearest candidates inside a MATERIALIZED CTE ordered
+by distance, then filters them by the threshold: a threshold in the WHERE clause would turn
+the search into a sequential scan. `hnsw.iterative_scan = relaxed_order` lets the index keep
+scanning when filters (tenant via RLS, collections, metadata) drop candidates, and the btree
+on `tenant_id` lets the planner answer small tenants exactly. `hnsw.ef_search` is set
+transaction-locally, so it never leaks to the next user of a pooled connection.
+
+Threshold by mode: vector keeps candidates with cosine similarity >= threshold; keyword
+ignores it (lexical ranks are not comparable to similarities; `similarity` is reported for
+information); hybrid applies it to the vector candidates only, so an exact keyword match
+still counts. Hybrid fuses both rankings by reciprocal rank fusion: sum of 1 / (k + rank).
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any
+
+from sqlalchemy import func, literal, select, text
+from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy.orm import defer
+
+from app.db.models import Chunk, Collection, Document
+from app.db.tenancy import SessionMaker, tenant_transaction
+from app.embeddings import Embedder
+from app.retrieval.filters import SearchFilters, conditions
+
+TEXT_SEARCH_CONFIG = "english"
+
+
+class SearchMode(StrEnum):
+    VECTOR = "vector"
+    KEYWORD = "keyword"
+    HYBRID = "hybrid"
+
+
+@dataclass(frozen=True, slots=True)
+class SearchRequest:
+    query: str
+    mode: SearchMode = SearchMode.VECTOR
+    top_k: int = 5
+    threshold: float | None = None
+    filters: SearchFilters = field(default_factory=SearchFilters)
+    ef_search: int = 40
+    rrf_k: int = 60
+    candidates: int = 40  # over-fetch per ranking, at least top_k
+
+
+@dataclass(frozen=True, slots=True)
+class Hit:
+    chunk_id: uuid.UUID
+    document_id: uuid.UUID
+    external_id: str
+    collection: str
+    content: str
+    similarity: float
+    score: float
+    title: str
+    source_type: str
+    source_url: str | None
+    page_number: int | None
+    section: tuple[str, ...]
+    chunk_index: int
+    total_chunks: int
+    metadata: dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class SearchOutcome:
+    hits: list[Hit]
+    total_found: int
+    model: str
+    timings_ms: dict[str, float]
+
+    @property
+    def avg_similarity(self) -> float:
+        return sum(h.similarity for h in self.hits) / len(self.hits) if self.hits else 0.0
+
+
+async def search(
+    sessions: SessionMaker, embedder: Embedder, *, tenant_id: str, request: SearchRequest
+) -> SearchOutcome:
+    started = time.perf_counter()
+    vector = await embedder.embed_query(request.query)
+    embedded = time.perf_counter()
+    async with tenant_transaction(sessions, tenant_id) as session:
+        scored = await _ranked(
+            session, vector, tenant_id=tenant_id, model=embedder.model_id, request=request
+        )
+        hits = await _hits(session, vector, scored[: request.top_k])
+    done = time.perf_counter()
+    timings = {
+        "embed": round((embedded - started) * 1000, 3),
+        "database": round((done - embedded) * 1000, 3),
+        "total": round((done - started) * 1000, 3),
+    }
+    return SearchOutcome(
+        hits=hits, total_found=len(scored), model=embedder.model_id, timings_ms=timings
+    )
+
+
+async def _ranked(
+    session: AsyncSession,
+    vector: list[float],
+    *,
+    tenant_id: str,
+    model: str,
+    request: SearchRequest,
+) -> list[tuple[uuid.UUID, float]]:
+    """(chunk id, score) of every candidate that passed, best first."""
+    base = [
+        Chunk.tenant_id == tenant_id,
+        Chunk.embedding_model == model,
+        *conditions(request.filters),
+    ]
+    fetch = max(request.candidates, request.top_k)
+    if request.mode is SearchMode.KEYWORD:
+        return await _keyword(session, request.query, base, fetch)
+    await session.execute(
+        text(
+            "select set_config('hnsw.ef_search', :ef, true),"
+            " set_config('hnsw.iterative_scan', 'relaxed_order', true)"
+        ),
+        {"ef": str(request.ef_search)},
+    )
+    nearest = await _nearest(session, vector, base, fetch=fetch, threshold=request.threshold)
+    if request.mode is SearchMode.VECTOR:
+        return nearest
+    lexical = await _keyword(session, request.query, base, fetch)
+    return fuse([nearest, lexical], k=request.rrf_k)
+
+
+async def _nearest(
+    session: AsyncSession,
+    vector: list[float],
+    where: Sequence[Any],
+    *,
+    fetch: int,
+    threshold: float | None,
+) -> list[tuple[uuid.UUID, float]]:
+    distance = Chunk.embedding.cosine_distance(vector)
+    candidates = (
+        select(Chunk.id.label("id"), distance.label("distance"))
+        .where(*where)
+        .order_by(distance)
+        .limit(fetch)
+        .cte("candidates")
+        .prefix_with("MATERIALIZED")
+    )
+    similarity = (literal(1.0) - candidates.c.distance).label("similarity")
+    stmt = select(candidates.c.id, similarity).order_by(candidates.c.distance, candidates.c.id)
+    if threshold is not None:
+        stmt = stmt.where(similarity >= threshold)
+    return [(row.id, float(row.similarity)) for row in await session.execute(stmt)]
+
+
+async def _keyword(
+    session: AsyncSession, query: str, where: Sequence[Any], fetch: int
+) -> list[tuple[uuid.UUID, float]]:
+    tsquery = func.websearch_to_tsquery(TEXT_SEARCH_CONFIG, query)
+    rank = func.ts_rank_cd(Chunk.search_vector, tsquery).label("rank")
+    stmt = (
+        select(Chunk.id, rank)
+        .where(Chunk.search_vector.op("@@")(tsquery), *where)
+        .order_by(rank.desc(), Chunk.id)
+        .limit(fetch)
+    )
+    return [(row.id, float(row.rank)) for row in await session.execute(stmt)]
+
+
+def fuse(
+    rankings: Sequence[Sequence[tuple[uuid.UUID, float]]], *, k: int
+) -> list[tuple[uuid.UUID, float]]:
+    """Reciprocal rank fusion: score = sum over rankings of 1 / (k + rank), rank from 1."""
+    scores: dict[uuid.UUID, float] = {}
+    for ranking in rankings:
+        for rank, (chunk_id, _score) in enumerate(ranking, start=1):
+            scores[chunk_id] = scores.get(chunk_id, 0.0) + 1.0 / (k + rank)
+    return sorted(scores.items(), key=lambda item: (-item[1], str(item[0])))
+
+
+async def _hits(
+    session: AsyncSession, vector: list[float], scored: Sequence[tuple[uuid.UUID, float]]
+) -> list[Hit]:
+    if not scored:
+        return []
+    similarity = (literal(1.0) - Chunk.embedding.cosine_distance(vector)).label("similarity")
+    stmt = (
+        select(Chunk, Document, Collection.name, similarity)
+        .join(Document, Document.id == Chunk.document_id)
+        .join(Collection, Collection.id == Chunk.collection_id)
+        .where(Chunk.id.in_([chunk_id for chunk_id, _ in scored]))
+        .options(defer(Chunk.embedding), defer(Chunk.search_vector))
+    )
+    rows = {row[0].id: row for row in await session.execute(stmt)}
+    hits = [_hit(rows[chunk_id], score) for chunk_id, score in scored if chunk_id in rows]
+    # Best score first; ties by similarity, then document order: stable across calls.
+    return sorted(hits, key=lambda h: (-h.score, -h.similarity, str(h.document_id), h.chunk_index))
+
+
+def _hit(row: tuple[Chunk, Document, str, float], score: float) -> Hit:
+    chunk, document, collection, similarity = row
+    return Hit(
+        chunk_id=chunk.id,
+        document_id=chunk.document_id,
+        external_id=document.external_id,
+        collection=collection,
+        content=chunk.content,
+        similarity=round(float(similarity), 6),
+        score=round(score, 6),
+        title=document.title,
+        source_type=document.source_type,
+        source_url=document.source_url,
+        page_number=chunk.page_number,
+        section=tuple(chunk.section_path),
+        chunk_index=chunk.chunk_index,
+        total_chunks=document.chunk_count,
+        metadata=dict(chunk.metadata_),
+    )

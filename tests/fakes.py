@@ -1,0 +1,56 @@
+"""Offline test doubles for the embedder (the real model is tested in tests/embeddings)."""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from collections.abc import Sequence
+
+import numpy as np
+
+from app.embeddings import EmbeddingError
+
+WORD = re.compile(r"[a-z0-9]+")
+
+
+class WordHashEmbedder:
+    """Bag-of-words vectors: each word hashes to a fixed random direction. Texts that share
+    words are similar, so ranking tests stay meaningful without loading a model."""
+
+    def __init__(self, dimensions: int = 384, model_id: str = "test:word-hash") -> None:
+        self.model_id = model_id
+        self.dimensions = dimensions
+        self.query_prefix = ""
+        self.passage_prefix = ""
+        self.documents_embedded = 0
+
+    def vector(self, text: str) -> list[float]:
+        total = np.zeros(self.dimensions)
+        for word in WORD.findall(text.lower()):
+            seed = int.from_bytes(hashlib.sha256(word.encode()).digest()[:8], "big")
+            total += np.random.default_rng(seed).normal(size=self.dimensions)
+        norm = np.linalg.norm(total)
+        unit: list[float] = (
+            total / norm if norm else np.ones(self.dimensions) / np.sqrt(self.dimensions)
+        ).tolist()
+        return unit
+
+    async def embed_query(self, text: str) -> list[float]:
+        return self.vector(text)
+
+    async def embed_documents(self, texts: Sequence[str]) -> list[list[float]]:
+        self.documents_embedded += len(texts)
+        return [self.vector(text) for text in texts]
+
+    async def check(self) -> None:
+        return None
+
+    async def aclose(self) -> None:
+        return None
+
+
+class FailingEmbedder(WordHashEmbedder):
+    """Embeds queries, but fails every document batch: an embedder that dies mid-ingest."""
+
+    async def embed_documents(self, texts: Sequence[str]) -> list[list[float]]:
+        raise EmbeddingError("the embedding provider went away")
