@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import asyncio
-import uuid
 import os
 import shutil
 import socket
 import subprocess
 import time
+import uuid
 from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, replace
@@ -21,6 +21,7 @@ from pydantic import SecretStr
 from sqlalchemy.ext.asyncio import AsyncEngine, async_sessionmaker
 
 from app.api.deps import get_resources
+from app.auth import issue_token
 from app.db.embedded import (
     OWNER_ROLE,
     bootstrap,
@@ -31,7 +32,6 @@ from app.db.embedded import (
 )
 from app.db.engine import create_engine
 from app.db.migrate import migrate
-from app.auth import issue_token
 from app.db.tenancy import SessionMaker, registry_transaction
 from app.embeddings import Embedder
 from app.main import create_app
