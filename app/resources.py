@@ -13,6 +13,7 @@ from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from app.auth import TokenVerifier
+from app.citations import ApproxTokenCounter, TokenCounter, load_token_counter
 from app.db.engine import create_engine, create_sessionmaker
 from app.db.tenancy import SessionMaker
 from app.embeddings import Embedder, build_embedder, check_dimensions
@@ -36,6 +37,7 @@ class Resources:
     tenants: TenantDirectory
     embedder: Embedder
     chunker: Chunker
+    token_counter: TokenCounter
     redis: Redis | None
 
 
@@ -65,6 +67,7 @@ async def open_resources(
             tenants=TenantDirectory(sessions, ttl_seconds=settings.tenant_cache_seconds),
             embedder=embedder,
             chunker=build_chunker(settings, embedder),
+            token_counter=build_token_counter(settings, embedder),
             redis=redis,
         )
     finally:
@@ -92,9 +95,7 @@ async def _column_dimensions(engine: AsyncEngine, settings: Settings) -> int:
 
 def build_chunker(settings: Settings, embedder: Embedder) -> Chunker:
     """Chunks sized in the model's own tokens, small enough for the model to read whole."""
-    inner = getattr(embedder, "inner", embedder)
-    tokenizer_file: Path | None = getattr(inner, "tokenizer_file", None)
-    max_input: int | None = getattr(inner, "max_input_tokens", None)
+    max_input: int | None = getattr(getattr(embedder, "inner", embedder), "max_input_tokens", None)
     chunk_tokens = settings.chunk_tokens
     if max_input is not None and chunk_tokens > max_input - HEADER_TOKENS:
         chunk_tokens = max_input - HEADER_TOKENS
@@ -105,7 +106,18 @@ def build_chunker(settings: Settings, embedder: Embedder) -> Chunker:
             settings.chunk_tokens,
         )
     overlap = min(settings.chunk_overlap_tokens, chunk_tokens // 4)
-    tokenizer = load_tokenizer(
-        settings.tokenizer_file or tokenizer_file or default_tokenizer_path()
-    )
+    tokenizer = load_tokenizer(_tokenizer_file(settings, embedder))
     return Chunker(tokenizer, chunk_tokens=chunk_tokens, overlap_tokens=overlap)
+
+
+def _tokenizer_file(settings: Settings, embedder: Embedder) -> Path:
+    inner = getattr(embedder, "inner", embedder)
+    model_file: Path | None = getattr(inner, "tokenizer_file", None)
+    return settings.tokenizer_file or model_file or default_tokenizer_path()
+
+
+def build_token_counter(settings: Settings, embedder: Embedder) -> TokenCounter:
+    """One counter for the process: its word cache keeps context assembly fast."""
+    if settings.context_token_counter == "approx":
+        return ApproxTokenCounter()
+    return load_token_counter(_tokenizer_file(settings, embedder))

@@ -5,7 +5,7 @@ from __future__ import annotations
 import secrets
 from enum import StrEnum
 from pathlib import Path
-from typing import Annotated, Self
+from typing import Annotated, Literal, Self
 
 import platformdirs
 from pydantic import Field, SecretStr, field_validator, model_validator
@@ -71,6 +71,7 @@ class Settings(BaseSettings):
     openai_max_retries: int = Field(default=5, ge=0)
 
     tokenizer_file: Path | None = None  # default: the local model's tokenizer.json
+    context_token_counter: Literal["tokenizer", "approx"] = "tokenizer"
 
     # search
     search_threshold_default: float | None = Field(default=None, ge=0.0, le=1.0)

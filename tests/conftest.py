@@ -7,9 +7,10 @@ import os
 import shutil
 import socket
 import subprocess
+import tempfile
 import time
 import uuid
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -34,6 +35,7 @@ from app.db.engine import create_engine
 from app.db.migrate import migrate
 from app.db.tenancy import SessionMaker, registry_transaction
 from app.embeddings import Embedder
+from app.embeddings.local import LocalEmbedder
 from app.main import create_app
 from app.settings import EmbeddingProvider, Settings
 from app.tenants import TenantDirectory, create_tenant
@@ -107,10 +109,11 @@ def _start_server(tmp: Path) -> tuple[str, Callable[[], None]]:
 
 
 @pytest.fixture(scope="session")
-def database(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DatabaseUrls]:
+def database() -> Iterator[DatabaseUrls]:
     """A fresh, migrated database on the embedded server (or RAG_TEST_DATABASE_URL, a
-    superuser URL): every run tests the migrations too."""
-    superuser_url, stop = _start_server(tmp_path_factory.mktemp("pg"))
+    superuser URL): every run tests the migrations too. The server's directory is not under
+    pytest's basetemp, which pytest keeps private (0700) from the server's system user."""
+    superuser_url, stop = _start_server(Path(tempfile.mkdtemp(prefix="rag-test-pg-")))
     name = f"rag_test_{os.getpid()}"
     owner_url = with_user(with_database(superuser_url, name), OWNER_ROLE, OWNER_PASSWORD)
     app_url = with_user(with_database(superuser_url, name), APP_ROLE, APP_PASSWORD)
@@ -238,3 +241,42 @@ async def tenant_a(client: AsyncClient, settings: Settings, sessions: SessionMak
 @pytest.fixture
 async def tenant_b(client: AsyncClient, settings: Settings, sessions: SessionMaker) -> TenantClient:
     return await new_tenant(client, settings, sessions)
+
+
+@pytest.fixture(scope="session")
+def minilm() -> LocalEmbedder:
+    """The bundled all-MiniLM-L6-v2, loaded once per run; tests must not close it."""
+    local = Settings(_env_file=None, embedding_provider=EmbeddingProvider.LOCAL)
+    return LocalEmbedder.load(local)
+
+
+@pytest.fixture
+async def real_client(
+    settings: Settings, sessions: SessionMaker, minilm: LocalEmbedder
+) -> AsyncIterator[AsyncClient]:
+    """The app with the real local model: for ranking, threshold and quality tests."""
+    async with app_client(settings, sessions, _Unclosable(minilm)) as http:
+        yield http
+
+
+class _Unclosable:
+    """Shares the session's model with an app whose lifespan closes its embedder."""
+
+    def __init__(self, inner: LocalEmbedder) -> None:
+        self.inner = inner
+        self.model_id = inner.model_id
+        self.dimensions = inner.dimensions
+        self.query_prefix = inner.query_prefix
+        self.passage_prefix = inner.passage_prefix
+
+    async def embed_query(self, text: str) -> list[float]:
+        return await self.inner.embed_query(text)
+
+    async def embed_documents(self, texts: Sequence[str]) -> list[list[float]]:
+        return await self.inner.embed_documents(texts)
+
+    async def check(self) -> None:
+        await self.inner.check()
+
+    async def aclose(self) -> None:
+        return None

@@ -128,9 +128,8 @@ class LocalEmbedder:
     async def embed_query(self, text: str) -> list[float]:
         self._ensure_open()
         texts = with_prefix(self._query_prefix, [text])
-        [vector] = await anyio.to_thread.run_sync(
-            self.encode_blocking, texts, limiter=self._query_lane
-        )
+        async with self._document_lane:
+            [vector] = self.encode_blocking(texts)
         return vector
 
     async def embed_documents(self, texts: Sequence[str]) -> list[list[float]]:
@@ -139,9 +138,7 @@ class LocalEmbedder:
         vectors: list[list[float]] = []
         for start in range(0, len(prefixed), self.batch_size):
             batch = prefixed[start : start + self.batch_size]
-            vectors += await anyio.to_thread.run_sync(
-                self.encode_blocking, batch, limiter=self._document_lane
-            )
+            vectors += self.encode_blocking(batch)
         return vectors
 
     async def check(self) -> None:

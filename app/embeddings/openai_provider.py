@@ -253,6 +253,7 @@ class OpenAIEmbedder:
 
     def _failure(self, error: APIError, *, attempts: int) -> EmbeddingError:
         log.error("embedding provider %s failed: %s", self._client.base_url, _describe(error))
+        self._checked_at = None  # the next readiness check asks the provider again
         if not isinstance(error, APIStatusError):
             return EmbeddingError(
                 f"the embedding provider is unreachable after {attempts} attempt(s)"

@@ -15,6 +15,7 @@ still counts. Hybrid fuses both rankings by reciprocal rank fusion: sum of 1 / (
 
 from __future__ import annotations
 
+import re
 import time
 import uuid
 from collections.abc import Sequence
@@ -22,7 +23,8 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
-from sqlalchemy import func, literal, select, text
+from sqlalchemy import ColumnElement, Text, cast, func, literal, select, text
+from sqlalchemy.dialects.postgresql import TSQUERY
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm import defer
 
@@ -32,6 +34,8 @@ from app.embeddings import Embedder
 from app.retrieval.filters import SearchFilters, conditions
 
 TEXT_SEARCH_CONFIG = "english"
+# Quotes, OR, or a leading minus: the user wrote web-search syntax, so it is taken as written.
+EXPLICIT_OPERATORS = re.compile(r'"|\bor\b|(?:^|\s)-\w', re.IGNORECASE)
 
 
 class SearchMode(StrEnum):
@@ -160,10 +164,19 @@ async def _nearest(
     return [(row.id, float(row.similarity)) for row in await session.execute(stmt)]
 
 
+def keyword_query(query: str) -> ColumnElement[Any]:
+    """websearch_to_tsquery; a query without operators matches ANY of its words (ranked by
+    ts_rank_cd, so chunks with more of them come first) instead of requiring all of them."""
+    parsed = func.websearch_to_tsquery(TEXT_SEARCH_CONFIG, query)
+    if EXPLICIT_OPERATORS.search(query):
+        return parsed
+    return cast(func.replace(cast(parsed, Text), " & ", " | "), TSQUERY)
+
+
 async def _keyword(
     session: AsyncSession, query: str, where: Sequence[Any], fetch: int
 ) -> list[tuple[uuid.UUID, float]]:
-    tsquery = func.websearch_to_tsquery(TEXT_SEARCH_CONFIG, query)
+    tsquery = keyword_query(query)
     rank = func.ts_rank_cd(Chunk.search_vector, tsquery).label("rank")
     stmt = (
         select(Chunk.id, rank)

@@ -1,0 +1,122 @@
+"""POST /api/rag/context: search, then a cited context block within a token budget."""
+
+from __future__ import annotations
+
+import time
+import uuid
+from typing import Annotated, Self
+
+import anyio
+from fastapi import APIRouter
+from pydantic import BaseModel, Field
+
+from app.api.deps import ResourcesDep, SearchCaller
+from app.api.search import run_search
+from app.api.search_models import ChunkOut, SearchIn, Timings
+from app.citations import (
+    DEFAULT_MAX_CHARS,
+    DEFAULT_MAX_TOKENS,
+    Citation,
+    CitationStyle,
+    ContextMetrics,
+    build_context_with_citations,
+)
+
+router = APIRouter(prefix="/api/rag", tags=["context"])
+
+
+class ContextIn(SearchIn):
+    style: CitationStyle = CitationStyle.NUMBERED
+    max_tokens: Annotated[int, Field(ge=1, le=200_000)] = DEFAULT_MAX_TOKENS
+    max_chars_per_chunk: Annotated[int, Field(ge=20, le=20_000)] = DEFAULT_MAX_CHARS
+
+
+class CitationOut(BaseModel):
+    number: int
+    document_id: uuid.UUID
+    title: str
+    text: str = Field(description="The citation formatted in the requested style.")
+    pages: list[int]
+    source_url: str | None
+    section: list[str]
+    source_type: str
+    chunk_ids: list[uuid.UUID]
+
+    @classmethod
+    def of(cls, citation: Citation) -> Self:
+        return cls(
+            number=citation.number,
+            document_id=citation.document_id,
+            title=citation.title,
+            text=citation.text,
+            pages=list(citation.pages),
+            source_url=citation.source_url,
+            section=list(citation.section),
+            source_type=citation.source_type,
+            chunk_ids=list(citation.chunk_ids),
+        )
+
+
+class MetricsOut(BaseModel):
+    avg_similarity: float
+    source_diversity: float = Field(description="Distinct documents / chunks used.")
+    total_chars: int
+    total_tokens: int
+    quality_score: float = Field(description="0.7 x avg_similarity + 0.3 x source_diversity.")
+    chunks_used: int
+    unique_documents: int
+
+    @classmethod
+    def of(cls, metrics: ContextMetrics) -> Self:
+        return cls(
+            avg_similarity=round(metrics.avg_similarity, 6),
+            source_diversity=round(metrics.source_diversity, 6),
+            total_chars=metrics.total_chars,
+            total_tokens=metrics.total_tokens,
+            quality_score=round(metrics.quality_score, 6),
+            chunks_used=metrics.chunks_used,
+            unique_documents=metrics.unique_documents,
+        )
+
+
+class ContextOut(BaseModel):
+    context: str
+    citations: list[CitationOut]
+    metrics: MetricsOut
+    chunks: list[ChunkOut] = Field(description="The chunks used, best first.")
+    dropped: int = Field(description="Chunks found but left out to respect max_tokens.")
+    total_found: int
+    timings: Timings
+    context_ms: float
+
+
+@router.post("/context")
+async def build_context(
+    body: ContextIn, caller: SearchCaller, resources: ResourcesDep
+) -> ContextOut:
+    """The most relevant chunks as a numbered context block with citations."""
+    outcome, _threshold = await run_search(resources, caller.tenant_id, body)
+    started = time.perf_counter()
+    result = await anyio.to_thread.run_sync(
+        lambda: build_context_with_citations(
+            outcome.hits,
+            resources.token_counter,
+            style=body.style,
+            max_tokens=body.max_tokens,
+            max_chars=body.max_chars_per_chunk,
+        )
+    )
+    return ContextOut(
+        context=result.context,
+        citations=[CitationOut.of(c) for c in result.citations],
+        metrics=MetricsOut.of(result.metrics),
+        chunks=[ChunkOut.of(hit) for hit in result.used],
+        dropped=result.dropped,
+        total_found=outcome.total_found,
+        timings=Timings(
+            embed_ms=outcome.timings_ms["embed"],
+            database_ms=outcome.timings_ms["database"],
+            total_ms=outcome.timings_ms["total"],
+        ),
+        context_ms=round((time.perf_counter() - started) * 1000, 3),
+    )

@@ -1,0 +1,282 @@
+"""POST /api/rag/search with the real local model: ranking, filters, thresholds, modes."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from httpx import AsyncClient
+
+from app.db.tenancy import SessionMaker
+from app.settings import Settings
+from tests.conftest import TenantClient, new_tenant
+
+CORPUS = {
+    "photosynthesis": "Plants convert sunlight, water and carbon dioxide into glucose and oxygen.",
+    "volcano": "Magma rises through the crust and erupts as lava from a volcano.",
+    "battery": "The automobile refuses to turn over when its battery is flat in winter.",
+    "firmware": "Error code ZQX-981 appears in the firmware log of the router.",
+    "bread": "Knead the dough, let it rise for an hour, then bake it at 220 degrees.",
+    "football": "The striker scored twice in the second half of the final match.",
+    "taxes": "Self-employed people must file their income declaration before May.",
+    "whales": "Blue whales are the largest animals known to have ever lived.",
+    "chess": "Castling moves the king two squares towards a rook on the first rank.",
+    "coffee": "Arabica beans are grown at high altitude and roasted to bring out aroma.",
+    "piano": "Practising scales slowly with a metronome improves finger independence.",
+    "mars": "The rover collected rock samples from an ancient lake bed on Mars.",
+    "engine": "Change the engine oil and the filter every ten thousand kilometres.",
+    "memo": "Minutes of the quarterly meeting: the cafeteria menu changes, parking spaces are "
+    "reassigned, and Halvorsen will review the budget for office furniture and new carpets.",
+}
+
+
+async def ingest_corpus(tenant: TenantClient, **extra: object) -> dict[str, str]:
+    ids = {}
+    for name, text in CORPUS.items():
+        body = {"title": name.title(), "content": text, "external_id": name, **extra}
+        response = await tenant.http.post("/api/rag/documents", json=body, headers=tenant.headers)
+        assert response.status_code == 201, response.text
+        ids[name] = response.json()["document_id"]
+    return ids
+
+
+async def search(tenant: TenantClient, **body: object) -> dict[str, Any]:
+    response = await tenant.http.post("/api/rag/search", json=body, headers=tenant.headers)
+    assert response.status_code == 200, response.text
+    found: dict[str, Any] = response.json()
+    return found
+
+
+def names(reply: dict[str, Any]) -> list[str]:
+    return [chunk["external_id"] for chunk in reply["chunks"]]
+
+
+@pytest.fixture
+async def corpus_tenant(
+    real_client: AsyncClient, settings: Settings, sessions: SessionMaker
+) -> TenantClient:
+    tenant = await new_tenant(real_client, settings, sessions)
+    await ingest_corpus(tenant)
+    return tenant
+
+
+@pytest.mark.parametrize(
+    ("query", "expected"),
+    [
+        ("how do plants make food from light", "photosynthesis"),
+        ("my car won't start on cold mornings", "battery"),
+        ("largest creature on earth", "whales"),
+        ("baking a loaf at home", "bread"),
+        ("samples from the red planet", "mars"),
+    ],
+)
+async def test_known_queries_find_their_documents(
+    corpus_tenant: TenantClient, query: str, expected: str
+) -> None:
+    reply = await search(corpus_tenant, query=query, max_results=3)
+    assert names(reply)[0] == expected
+
+
+async def test_reply_carries_source_attribution_and_timings(corpus_tenant: TenantClient) -> None:
+    reply = await search(corpus_tenant, query="volcanic eruptions", max_results=2)
+    chunk = reply["chunks"][0]
+    for field in (
+        "chunk_id",
+        "document_id",
+        "external_id",
+        "content",
+        "similarity",
+        "score",
+        "title",
+        "source_type",
+        "source_url",
+        "page_number",
+        "section",
+        "chunk_index",
+        "total_chunks",
+        "metadata",
+    ):
+        assert field in chunk
+    assert chunk["title"] == "Volcano"
+    assert reply["model"] == "local:all-MiniLM-L6-v2"
+    timings = reply["timings"]
+    assert timings["total_ms"] >= timings["embed_ms"] > 0
+    assert reply["search_time_ms"] == timings["total_ms"]
+    sims = [c["similarity"] for c in reply["chunks"]]
+    assert reply["avg_similarity"] == pytest.approx(sum(sims) / len(sims), abs=1e-5)
+
+
+async def test_results_are_sorted_by_score(corpus_tenant: TenantClient) -> None:
+    for mode in ("vector", "keyword", "hybrid"):
+        reply = await search(
+            corpus_tenant, query="rock lava magma planet", mode=mode, max_results=10
+        )
+        scores = [c["score"] for c in reply["chunks"]]
+        assert scores == sorted(scores, reverse=True), mode
+
+
+async def test_threshold_keeps_only_similar_chunks_and_says_so(corpus_tenant: TenantClient) -> None:
+    reply = await search(corpus_tenant, query="blue whales", threshold=0.5, max_results=5)
+    sims = [c["similarity"] for c in reply["chunks"]]
+    assert sims
+    assert all(s >= 0.5 for s in sims)
+    assert len(sims) < 5
+    assert reply["fewer_than_requested"] is True
+    assert "threshold" in str(reply["note"])
+    assert reply["threshold"] == 0.5
+
+
+async def test_default_threshold_depends_on_the_model(corpus_tenant: TenantClient) -> None:
+    reply = await search(corpus_tenant, query="blue whales")
+    assert reply["threshold"] == 0.2
+
+
+async def test_keyword_mode_matches_exact_terms(corpus_tenant: TenantClient) -> None:
+    reply = await search(corpus_tenant, query="ZQX-981", mode="keyword")
+    assert names(reply) == ["firmware"]
+
+
+async def test_keyword_mode_honours_web_search_syntax(corpus_tenant: TenantClient) -> None:
+    anded = await search(corpus_tenant, query='"blue whales" -chess', mode="keyword")
+    assert names(anded) == ["whales"]
+    none = await search(corpus_tenant, query='"whales blue"', mode="keyword")
+    assert names(none) == []
+
+
+async def test_hybrid_beats_both_single_modes(corpus_tenant: TenantClient) -> None:
+    """Two relevant documents: a paraphrase with no word of the query (battery) and a long
+    memo whose only link is an exact name. With a threshold, vector search keeps only the
+    paraphrase and keyword search finds only the name; hybrid returns both."""
+    query = "car will not start Halvorsen"
+    wanted = {"battery", "memo"}
+    common = {"query": query, "max_results": 2, "threshold": 0.28}
+    vector = set(names(await search(corpus_tenant, **common, mode="vector")))
+    keyword = set(names(await search(corpus_tenant, **common, mode="keyword")))
+    hybrid = set(names(await search(corpus_tenant, **common, mode="hybrid")))
+    assert vector == {"battery"}
+    assert keyword == {"memo"}
+    assert hybrid == wanted
+
+
+async def test_hybrid_reports_fused_score_and_cosine_similarity(
+    corpus_tenant: TenantClient,
+) -> None:
+    reply = await search(corpus_tenant, query="ZQX-981 router", mode="hybrid", threshold=0.1)
+    top = reply["chunks"][0]
+    assert top["external_id"] == "firmware"
+    assert 0 < top["score"] <= 2 / 61 + 1e-6  # both rankings put it first: 2 / (k + 1)
+    assert 0 < top["similarity"] <= 1
+
+
+async def test_filters_by_collection_metadata_source_type_and_document(
+    real_client: AsyncClient, settings: Settings, sessions: SessionMaker
+) -> None:
+    tenant = await new_tenant(real_client, settings, sessions)
+    docs = [
+        ("a", "Tomatoes need full sun.", "garden", {"year": 2019, "lang": "en"}, "text"),
+        (
+            "b",
+            "Tomatoes need regular watering.",
+            "garden",
+            {"year": 2022, "lang": "en"},
+            "markdown",
+        ),
+        ("c", "Tomatoes are rich in vitamin C.", "kitchen", {"year": 2023, "lang": "de"}, "text"),
+    ]
+    ids = {}
+    for ext, text, coll, meta, kind in docs:
+        body = {
+            "content": text,
+            "external_id": ext,
+            "collection": coll,
+            "metadata": meta,
+            "source_type": kind,
+        }
+        response = await real_client.post("/api/rag/documents", json=body, headers=tenant.headers)
+        assert response.status_code == 201
+        ids[ext] = response.json()["document_id"]
+    q = {"query": "tomatoes", "threshold": 0.1, "max_results": 10}
+    assert set(names(await search(tenant, **q, collections=["garden"]))) == {"a", "b"}
+    assert set(names(await search(tenant, **q, filters={"metadata": {"lang": "de"}}))) == {"c"}
+    assert set(names(await search(tenant, **q, filters={"metadata": {"year": {"gte": 2022}}}))) == {
+        "b",
+        "c",
+    }
+    assert set(
+        names(await search(tenant, **q, filters={"metadata": {"year": {"gt": 2019, "lt": 2023}}}))
+    ) == {"b"}
+    assert set(names(await search(tenant, **q, filters={"metadata": {"lang": ["en", "fr"]}}))) == {
+        "a",
+        "b",
+    }
+    assert set(names(await search(tenant, **q, filters={"source_types": ["markdown"]}))) == {"b"}
+    assert set(
+        names(await search(tenant, **q, filters={"document_ids": [ids["a"], ids["c"]]}))
+    ) == {"a", "c"}
+    assert names(await search(tenant, **q, collections=["nowhere"])) == []
+
+
+async def test_hostile_filter_keys_and_values_change_nothing(corpus_tenant: TenantClient) -> None:
+    hostile = "x'); drop table chunks; --"
+    reply = await search(
+        corpus_tenant,
+        query="volcano",
+        collections=[hostile],
+        filters={"metadata": {hostile: hostile, "a' or '1'='1": {"gte": 1}}},
+    )
+    assert reply["chunks"] == []
+    assert names(await search(corpus_tenant, query="volcano"))[0] == "volcano"
+
+
+async def test_another_tenant_never_sees_these_chunks(
+    corpus_tenant: TenantClient,
+    real_client: AsyncClient,
+    settings: Settings,
+    sessions: SessionMaker,
+) -> None:
+    other = await new_tenant(real_client, settings, sessions)
+    documents = await corpus_tenant.http.get("/api/rag/documents", headers=corpus_tenant.headers)
+    their_ids = [item["document_id"] for item in documents.json()["items"]]
+    for mode in ("vector", "keyword", "hybrid"):
+        reply = await search(
+            other,
+            query="volcano lava",
+            mode=mode,
+            threshold=0.1,
+            filters={"document_ids": their_ids},
+        )
+        assert reply["chunks"] == []
+        assert reply["total_found"] == 0
+
+
+@pytest.mark.parametrize(
+    ("body", "field"),
+    [
+        ({"query": "   "}, "query"),
+        ({"query": "x" * 10_001}, "query"),
+        ({"query": "x", "max_results": 0}, "max_results"),
+        ({"query": "x", "max_results": 21}, "max_results"),
+        ({"query": "x", "mode": "fuzzy"}, "mode"),
+        ({"query": "x", "threshold": 0.05}, "threshold"),
+        ({"query": "x", "ef_search": 0}, "ef_search"),
+        ({"query": "x", "ef_search": 5000}, "ef_search"),
+        ({"query": "x", "colour": "blue"}, "colour"),
+        ({"query": "x", "filters": {"metadata": {"k": {"between": 1}}}}, "filters"),
+        ({"query": 42}, "query"),
+    ],
+)
+async def test_bad_search_requests_are_422_naming_the_field(
+    tenant_a: TenantClient, body: dict[str, Any], field: str
+) -> None:
+    response = await tenant_a.http.post("/api/rag/search", json=body, headers=tenant_a.headers)
+    assert response.status_code == 422, response.text
+    problem = response.json()
+    assert problem["status"] == 422
+    assert any(field in error["field"] for error in problem["errors"]), problem
+
+
+async def test_empty_tenant_gets_an_empty_reply(tenant_a: TenantClient) -> None:
+    reply = await search(tenant_a, query="anything at all")
+    assert reply["chunks"] == []
+    assert reply["total_found"] == 0
+    assert reply["avg_similarity"] == 0

@@ -1,0 +1,157 @@
+"""Vector search through the HNSW index under RLS: small tenants get the exact top-k, and
+per-query index settings never leak to the next transaction."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Sequence
+
+import numpy as np
+import numpy.typing as npt
+import pytest
+from sqlalchemy import insert, text
+from sqlalchemy.ext.asyncio import AsyncEngine
+
+from app.db.engine import create_engine, create_sessionmaker
+from app.db.models import Chunk, Collection, Document
+from app.db.tenancy import SessionMaker, registry_transaction, tenant_transaction
+from app.retrieval import SearchRequest, search
+from app.tenants import create_tenant
+from tests.conftest import DIMENSIONS, DatabaseUrls
+
+BIG_ROWS, SMALL_ROWS = 4000, 20  # the small tenant holds 0.5% of the rows
+Matrix = npt.NDArray[np.float32]
+
+
+class FixedEmbedder:
+    """Returns a vector set by the test, so results can be checked against exact search."""
+
+    model_id = "test:fixed"
+    dimensions = DIMENSIONS
+    query_prefix = passage_prefix = ""
+
+    def __init__(self) -> None:
+        self.next: list[float] = []
+
+    async def embed_query(self, text: str) -> list[float]:
+        return self.next
+
+    async def embed_documents(self, texts: Sequence[str]) -> list[list[float]]:
+        raise AssertionError("not used")
+
+    async def check(self) -> None:
+        return None
+
+    async def aclose(self) -> None:
+        return None
+
+
+def unit_rows(rng: np.random.Generator, n: int) -> Matrix:
+    # Clustered, like real embeddings: a few centres plus noise.
+    centres = rng.normal(size=(8, DIMENSIONS))
+    rows = centres[rng.integers(0, 8, n)] + 0.6 * rng.normal(size=(n, DIMENSIONS))
+    rows /= np.linalg.norm(rows, axis=1, keepdims=True)
+    return rows.astype(np.float32)
+
+
+async def _load(sessions: SessionMaker, tenant_id: str, vectors: Matrix) -> list[uuid.UUID]:
+    async with registry_transaction(sessions) as session:
+        await create_tenant(session, tenant_id)
+    collection_id, document_id = uuid.uuid4(), uuid.uuid4()
+    ids = [uuid.uuid4() for _ in range(len(vectors))]
+    async with tenant_transaction(sessions, tenant_id) as session:
+        session.add(Collection(id=collection_id, tenant_id=tenant_id, name="default"))
+        await session.flush()
+        session.add(
+            Document(
+                id=document_id,
+                tenant_id=tenant_id,
+                collection_id=collection_id,
+                external_id="bulk",
+                title="Bulk",
+                source_type="text",
+                content_hash="0" * 64,
+                chunk_count=len(vectors),
+            )
+        )
+        await session.flush()
+        rows = [
+            {
+                "id": chunk_id,
+                "tenant_id": tenant_id,
+                "document_id": document_id,
+                "collection_id": collection_id,
+                "chunk_index": i,
+                "content": f"chunk {i}",
+                "token_count": 2,
+                "embedding": vector.tolist(),
+                "embedding_model": FixedEmbedder.model_id,
+                "embedded_text_hash": "0" * 64,
+            }
+            for i, (chunk_id, vector) in enumerate(zip(ids, vectors, strict=True))
+        ]
+        for start in range(0, len(rows), 1000):
+            await session.execute(insert(Chunk), rows[start : start + 1000])
+    return ids
+
+
+@pytest.fixture(scope="module")
+async def loaded(
+    app_engine: object,
+) -> tuple[SessionMaker, dict[str, tuple[list[uuid.UUID], Matrix]]]:
+
+    assert isinstance(app_engine, AsyncEngine)
+    sessions = create_sessionmaker(app_engine)
+    rng = np.random.default_rng(7)
+    suffix = uuid.uuid4().hex[:8]
+    data = {}
+    for name, n in ((f"big-{suffix}", BIG_ROWS), (f"small-{suffix}", SMALL_ROWS)):
+        vectors = unit_rows(rng, n)
+        data[name] = (await _load(sessions, name, vectors), vectors)
+    async with app_engine.connect() as conn:
+        await conn.execute(text("analyze chunks"))
+    return sessions, data
+
+
+@pytest.mark.parametrize("which", ["big", "small"])
+async def test_every_tenant_size_gets_the_exact_top_k(
+    loaded: tuple[SessionMaker, dict[str, tuple[list[uuid.UUID], Matrix]]], which: str
+) -> None:
+    sessions, data = loaded
+    tenant_id = next(name for name in data if name.startswith(which))
+    ids, vectors = data[tenant_id]
+    embedder = FixedEmbedder()
+    rng = np.random.default_rng(11)
+    recalls = []
+    for query in unit_rows(rng, 20):
+        embedder.next = query.tolist()
+        request = SearchRequest(query="q", top_k=10, ef_search=100)
+        outcome = await search(sessions, embedder, tenant_id=tenant_id, request=request)
+        exact = {ids[i] for i in np.argsort(-(vectors @ query))[:10]}
+        recalls.append(len(exact & {hit.chunk_id for hit in outcome.hits}) / 10)
+    assert min(recalls) >= 0.9, recalls
+    assert float(np.mean(recalls)) >= 0.95, recalls
+    if which == "small":
+        assert recalls == [1.0] * 20
+
+
+async def test_index_settings_do_not_leak_to_the_next_transaction(
+    database: DatabaseUrls,
+    loaded: tuple[SessionMaker, dict[str, tuple[list[uuid.UUID], Matrix]]],
+) -> None:
+    _, data = loaded
+    tenant_id = next(iter(data))
+    engine = create_engine(database.app_url, pool_size=1)
+    try:
+        sessions = create_sessionmaker(engine)
+        embedder = FixedEmbedder()
+        embedder.next = data[tenant_id][1][0].tolist()
+        await search(
+            sessions, embedder, tenant_id=tenant_id, request=SearchRequest(query="q", ef_search=333)
+        )
+        async with registry_transaction(sessions) as session:
+            ef = await session.scalar(text("select current_setting('hnsw.ef_search')"))
+            scan = await session.scalar(text("select current_setting('hnsw.iterative_scan')"))
+        assert (ef, scan) == ("40", "off")
+    finally:
+        await engine.dispose()
