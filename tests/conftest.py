@@ -65,17 +65,18 @@ def _free_port() -> int:
 
 @pytest.fixture(scope="session")
 def redis_url() -> Iterator[str]:
-    """RAG_TEST_REDIS_URL, else the local Redis on 6379 (db 15), else a redis-server we start."""
+    """RAG_TEST_REDIS_URL; else a private redis-server on a free port (so concurrent runs never
+    flush each other's counters); else the local Redis on 6379, database 15."""
     if url := os.environ.get("RAG_TEST_REDIS_URL"):
         yield url
         return
-    local = f"redis://127.0.0.1:6379/{TEST_REDIS_DB}"
-    if _redis_answers(local):
-        yield local
-        return
     binary = shutil.which("redis-server")
     if binary is None:
-        pytest.fail("no Redis: set RAG_TEST_REDIS_URL or install redis-server")
+        local = f"redis://127.0.0.1:6379/{TEST_REDIS_DB}"
+        if not _redis_answers(local):
+            pytest.fail("no Redis: set RAG_TEST_REDIS_URL or install redis-server")
+        yield local
+        return
     port = _free_port()
     args = [binary, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"]
     process = subprocess.Popen(args, stdout=subprocess.DEVNULL)

@@ -112,7 +112,9 @@ def _is_unavailable(exc: Exception) -> bool:
     return False
 
 
-async def _unexpected(_request: Request, exc: Exception) -> JSONResponse:
+async def _database_error(request: Request, exc: Exception) -> JSONResponse:
+    """Database errors: 503 when it cannot be reached, else a bare 500. Registered for these
+    types so the reply passes the middleware (rate-limit headers) like any other."""
     if _is_unavailable(exc):
         _log.warning("database unavailable: %s", type(exc).__name__)
         return problem_response(
@@ -122,6 +124,10 @@ async def _unexpected(_request: Request, exc: Exception) -> JSONResponse:
             slug="database-unavailable",
             headers={"Retry-After": str(DATABASE_RETRY_AFTER)},
         )
+    return await _unexpected(request, exc)
+
+
+async def _unexpected(_request: Request, exc: Exception) -> JSONResponse:
     _log.exception("unhandled error", exc_info=exc)
     return problem_response(
         status=500, title="Internal error", detail="an unexpected error occurred", slug="internal"
@@ -132,4 +138,6 @@ def install_error_handlers(app: FastAPI) -> None:
     app.add_exception_handler(AppError, _app_error)
     app.add_exception_handler(RequestValidationError, _validation_error)
     app.add_exception_handler(StarletteHTTPException, _http_error)
+    for database_error in (OSError, sa_exc.DBAPIError, sa_exc.TimeoutError):
+        app.add_exception_handler(database_error, _database_error)
     app.add_exception_handler(Exception, _unexpected)

@@ -9,30 +9,22 @@ import sys
 from typing import Annotated
 
 import typer
-from pydantic import ValidationError
 
+from app.cli import data
 from app.cli.database import database_settings
+from app.cli.settings import load_settings
 from app.db.engine import create_engine, create_sessionmaker
 from app.db.migrate import migrate as run_migrations
 from app.db.tenancy import registry_transaction
-from app.settings import Settings, with_dev_jwt_secret
+from app.settings import Settings
 from app.tenants import TENANT_ID_PATTERN, create_tenant
 
 app = typer.Typer(help="Multi-tenant RAG retrieval service.", no_args_is_help=True)
 tenant_app = typer.Typer(help="Manage tenants.", no_args_is_help=True)
 app.add_typer(tenant_app, name="tenant")
-
-
-def load_settings() -> Settings:
-    """Settings from RAG_* variables; a bad value stops here with the variable named."""
-    try:
-        return with_dev_jwt_secret(Settings())
-    except ValidationError as exc:
-        for error in exc.errors():
-            field = ".".join(str(part) for part in error["loc"])
-            variable = f"RAG_{field.upper()}" if field else "settings"
-            typer.echo(f"configuration error: {variable}: {error['msg']}", err=True)
-        raise typer.Exit(2) from None
+app.command()(data.ingest)
+app.command()(data.search)
+app.command()(data.reindex)
 
 
 @app.command()

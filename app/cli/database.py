@@ -14,10 +14,11 @@ from app.settings import Settings
 
 @contextmanager
 def database_settings(settings: Settings) -> Iterator[Settings]:
-    """Settings with a database URL; starts, provisions and finally stops the embedded server
-    when none is configured (other `rag` processes attached to it keep it running)."""
+    """Settings with both database URLs set; starts, provisions and finally stops the embedded
+    server when none is configured (other `rag` processes attached to it keep it running)."""
     if settings.database_url is not None:
-        yield settings
+        owner = settings.migration_database_url or settings.database_url
+        yield settings.model_copy(update={"migration_database_url": owner})
         return
     server = embedded.start_embedded(settings.data_dir / "pgdata")
     try:
@@ -28,6 +29,9 @@ def database_settings(settings: Settings) -> Iterator[Settings]:
                 embedding_dimensions=settings.embedding_dimensions,
             )
         )
-        yield settings.model_copy(update={"database_url": SecretStr(url)})
+        owner_url = server.url(user=embedded.OWNER_ROLE, database=embedded.DATABASE)
+        yield settings.model_copy(
+            update={"database_url": SecretStr(url), "migration_database_url": SecretStr(owner_url)}
+        )
     finally:
         server.stop()

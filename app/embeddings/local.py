@@ -128,8 +128,9 @@ class LocalEmbedder:
     async def embed_query(self, text: str) -> list[float]:
         self._ensure_open()
         texts = with_prefix(self._query_prefix, [text])
-        async with self._document_lane:
-            [vector] = self.encode_blocking(texts)
+        [vector] = await anyio.to_thread.run_sync(
+            self.encode_blocking, texts, limiter=self._query_lane
+        )
         return vector
 
     async def embed_documents(self, texts: Sequence[str]) -> list[list[float]]:
@@ -138,7 +139,9 @@ class LocalEmbedder:
         vectors: list[list[float]] = []
         for start in range(0, len(prefixed), self.batch_size):
             batch = prefixed[start : start + self.batch_size]
-            vectors += self.encode_blocking(batch)
+            vectors += await anyio.to_thread.run_sync(
+                self.encode_blocking, batch, limiter=self._document_lane
+            )
         return vectors
 
     async def check(self) -> None:

@@ -13,6 +13,9 @@ from pathlib import Path
 import httpx
 import pytest
 
+from app.auth import TokenVerifier
+from app.settings import Settings, with_dev_jwt_secret
+
 RAG = [sys.executable, "-m", "app.cli.main"]
 
 
@@ -82,3 +85,39 @@ def _wait_healthy(url: str, timeout: float = 60) -> bool:
         except httpx.TransportError:
             time.sleep(0.2)
     return False
+
+
+def test_token_prints_only_a_token_the_service_accepts(env: dict[str, str]) -> None:
+    result = rag("token", "--tenant", "acme", "--scopes", "rag:search", "--ttl", "60", env=env)
+    assert result.returncode == 0, result.stderr
+    token = result.stdout.strip()
+    assert result.stdout == token + "\n"
+    settings = with_dev_jwt_secret(Settings(_env_file=None, data_dir=Path(env["RAG_DATA_DIR"])))
+    principal = TokenVerifier.from_settings(settings).verify(token)
+    assert (principal.tenant_id, principal.scopes) == ("acme", frozenset({"rag:search"}))
+
+
+def test_ingest_and_search_a_folder(env: dict[str, str], tmp_path: Path) -> None:
+    assert rag("tenant", "create", "docs-co", env=env).returncode == 0
+    folder = tmp_path / "kb"
+    (folder / "sub").mkdir(parents=True)
+    (folder / "volcanoes.md").write_text("# Volcanoes\n\nMagma erupts as lava from a volcano.\n")
+    (folder / "sub" / "bread.txt").write_text(
+        "Knead the dough and bake the bread at 220 degrees.\n"
+    )
+    (folder / "picture.txt").write_bytes(b"\x89PNG\r\n\x1a\n" + b"\x00" * 32)
+    first = rag("ingest", str(folder), "--tenant", "docs-co", env=env)
+    assert first.returncode == 1, first.stderr  # the PNG failed
+    assert "picture.txt: " in first.stdout
+    assert "PNG" in first.stdout
+    again = rag("ingest", str(folder / "volcanoes.md"), "--tenant", "docs-co", env=env)
+    assert again.returncode == 0, again.stderr
+    found = rag("search", "lava eruption", "--tenant", "docs-co", "--max-results", "1", env=env)
+    assert found.returncode == 0, found.stderr
+    assert "Volcanoes" in found.stdout
+
+
+def test_data_commands_refuse_an_unknown_tenant(env: dict[str, str]) -> None:
+    result = rag("search", "anything", "--tenant", "nobody", env=env)
+    assert result.returncode == 2
+    assert "does not exist" in result.stderr

@@ -1,0 +1,50 @@
+"""What the data commands (ingest, search, reindex) need, without the HTTP gate."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+
+from app.db.engine import create_engine, create_sessionmaker
+from app.db.tenancy import SessionMaker
+from app.embeddings import Embedder, build_embedder
+from app.errors import AppError
+from app.ingest.chunking import Chunker
+from app.resources import build_chunker
+from app.settings import Settings
+from app.tenants import TenantDirectory
+
+
+@dataclass(frozen=True, slots=True)
+class Services:
+    settings: Settings
+    sessions: SessionMaker
+    embedder: Embedder
+    chunker: Chunker
+
+
+@asynccontextmanager
+async def open_services(settings: Settings, *, tenant_id: str | None) -> AsyncIterator[Services]:
+    """Engine, model and chunker; checks first that `tenant_id` exists and is active."""
+    assert settings.database_url is not None
+    engine = create_engine(settings.database_url.get_secret_value(), pool_size=2)
+    try:
+        sessions = create_sessionmaker(engine)
+        if tenant_id is not None:
+            await TenantDirectory(sessions, ttl_seconds=0).require_active(tenant_id)
+        embedder = await build_embedder(settings)
+        try:
+            yield Services(settings, sessions, embedder, build_chunker(settings, embedder))
+        finally:
+            await embedder.aclose()
+    finally:
+        await engine.dispose()
+
+
+class CommandError(Exception):
+    """A failure the command reports in one line and exits 2 for."""
+
+    @classmethod
+    def of(cls, error: AppError) -> CommandError:
+        return cls(error.detail)

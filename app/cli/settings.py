@@ -1,0 +1,19 @@
+"""Settings for a CLI command: a bad value stops it with the variable named."""
+
+from __future__ import annotations
+
+import typer
+from pydantic import ValidationError
+
+from app.settings import Settings, with_dev_jwt_secret
+
+
+def load_settings() -> Settings:
+    try:
+        return with_dev_jwt_secret(Settings())
+    except ValidationError as exc:
+        for error in exc.errors():
+            field = ".".join(str(part) for part in error["loc"])
+            variable = f"RAG_{field.upper()}" if field else "settings"
+            typer.echo(f"configuration error: {variable}: {error['msg']}", err=True)
+        raise typer.Exit(2) from None
