@@ -1,0 +1,137 @@
+"""POST /api/rag/context: search, then a cited context block within a token budget."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from app.settings import Settings
+from tests.conftest import TenantClient, token_for
+
+DOCS = [
+    {
+        "title": "Garden Guide",
+        "external_id": "garden",
+        "source_type": "markdown",
+        "content": "# Garden Guide\n\n## Tomatoes\n\nTomatoes need sun and water every day.\n\n"
+        "## Roses\n\nRoses need sun and pruning in spring.",
+    },
+    {
+        "title": "Kitchen Notes",
+        "external_id": "kitchen",
+        "source_url": "https://example.com/kitchen",
+        "content": "Tomatoes taste best with salt, oil and sun-dried herbs.",
+    },
+]
+
+
+async def context(tenant: TenantClient, **body: Any) -> dict[str, Any]:
+    response = await tenant.http.post("/api/rag/context", json=body, headers=tenant.headers)
+    assert response.status_code == 200, response.text
+    reply: dict[str, Any] = response.json()
+    return reply
+
+
+@pytest.fixture
+async def garden(tenant_a: TenantClient) -> TenantClient:
+    for doc in DOCS:
+        response = await tenant_a.http.post(
+            "/api/rag/documents", json=doc, headers=tenant_a.headers
+        )
+        assert response.status_code == 201
+    return tenant_a
+
+
+async def test_context_numbers_blocks_and_cites_each_document_once(garden: TenantClient) -> None:
+    reply = await context(garden, query="tomatoes sun", max_results=5, threshold=0.1)
+    citations = reply["citations"]
+    assert [c["number"] for c in citations] == list(range(1, len(citations) + 1))
+    assert len({c["document_id"] for c in citations}) == len(citations)
+    for citation in citations:
+        assert f"[{citation['number']}] " in reply["context"]
+        assert citation["text"].startswith(f"[{citation['number']}] **")
+    kitchen = next(c for c in citations if c["title"] == "Kitchen Notes")
+    assert "[Source](https://example.com/kitchen)" in kitchen["text"]
+    assert "Source: " in reply["context"]
+    assert {c["chunk_id"] for c in reply["chunks"]} <= {
+        chunk_id for c in citations for chunk_id in c["chunk_ids"]
+    }
+
+
+async def test_context_metrics_describe_the_context(garden: TenantClient) -> None:
+    reply = await context(garden, query="tomatoes sun", threshold=0.1)
+    metrics = reply["metrics"]
+    assert set(metrics) >= {
+        "avg_similarity",
+        "source_diversity",
+        "total_chars",
+        "total_tokens",
+        "quality_score",
+    }
+    assert metrics["total_chars"] == len(reply["context"])
+    assert 0 < metrics["quality_score"] <= 1
+    used = reply["chunks"]
+    assert metrics["source_diversity"] == pytest.approx(
+        len({c["document_id"] for c in used}) / len(used), abs=1e-5
+    )
+
+
+async def test_context_respects_the_token_budget(garden: TenantClient) -> None:
+    full = await context(garden, query="tomatoes sun roses", threshold=0.1, max_results=10)
+    small = await context(
+        garden, query="tomatoes sun roses", threshold=0.1, max_results=10, max_tokens=40
+    )
+    assert small["metrics"]["total_tokens"] <= 40
+    assert len(small["chunks"]) < len(full["chunks"])
+    assert small["dropped"] >= 1
+    best = full["chunks"][0]["chunk_id"]
+    assert [c["chunk_id"] for c in small["chunks"]][:1] == [best]  # lowest ranked dropped first
+
+
+@pytest.mark.parametrize(
+    ("style", "prefix"), [("compact", "[Garden Guide"), ("inline", "Garden Guide")]
+)
+async def test_context_styles(garden: TenantClient, style: str, prefix: str) -> None:
+    reply = await context(garden, query="roses pruning", style=style, threshold=0.1)
+    garden_citation = next(c for c in reply["citations"] if c["title"] == "Garden Guide")
+    assert garden_citation["text"].startswith(prefix)
+
+
+async def test_context_is_deterministic(garden: TenantClient) -> None:
+    first = await context(garden, query="tomatoes", threshold=0.1)
+    second = await context(garden, query="tomatoes", threshold=0.1)
+    assert first["context"] == second["context"]
+    assert first["citations"] == second["citations"]
+
+
+async def test_context_of_another_tenant_is_empty(
+    garden: TenantClient, tenant_b: TenantClient
+) -> None:
+    reply = await context(tenant_b, query="tomatoes sun", threshold=0.1)
+    assert reply["context"] == ""
+    assert reply["citations"] == []
+    assert reply["metrics"]["quality_score"] == 0
+
+
+@pytest.mark.parametrize(
+    ("body", "field"),
+    [
+        ({"query": "x", "style": "fancy"}, "style"),
+        ({"query": "x", "max_tokens": 0}, "max_tokens"),
+        ({"query": "x", "max_chars_per_chunk": 5}, "max_chars_per_chunk"),
+        ({"style": "compact"}, "query"),
+    ],
+)
+async def test_bad_context_requests_are_422(
+    tenant_a: TenantClient, body: dict[str, Any], field: str
+) -> None:
+    response = await tenant_a.http.post("/api/rag/context", json=body, headers=tenant_a.headers)
+    assert response.status_code == 422
+    assert any(field in e["field"] for e in response.json()["errors"])
+
+
+async def test_context_needs_the_search_scope(tenant_a: TenantClient, settings: Settings) -> None:
+    headers = {"Authorization": f"Bearer {token_for(settings, tenant_a.tenant_id, 'rag:ingest')}"}
+    response = await tenant_a.http.post("/api/rag/context", json={"query": "x"}, headers=headers)
+    assert response.status_code == 403
