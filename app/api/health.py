@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Awaitable
 
 from fastapi import APIRouter, Response
 from pydantic import BaseModel
 from sqlalchemy import text
 
 from app.api.deps import ResourcesDep
+from app.resources import Resources
 
 router = APIRouter(tags=["health"])
 READY_TIMEOUT_SECONDS = 2.0
@@ -38,8 +40,11 @@ async def healthz() -> Health:
 
 @router.get("/readyz", responses={503: {"model": Readiness}})
 async def readyz(resources: ResourcesDep, response: Response) -> Readiness:
-    """The database answers (and, once configured, Redis and the embedder)."""
-    checks = {"database": await _check_database(resources)}
+    """The database, Redis (when configured) and the embedder answer."""
+    checks = {"database": await _timed(_ping_database(resources))}
+    if resources.redis is not None:
+        checks["redis"] = await _timed(_ping_redis(resources))
+    checks["embedder"] = await _timed(resources.embedder.check())
     ready = all(check.ok for check in checks.values())
     if not ready:
         response.status_code = 503
@@ -47,11 +52,21 @@ async def readyz(resources: ResourcesDep, response: Response) -> Readiness:
     return Readiness(status="ready" if ready else "unavailable", checks=checks)
 
 
-async def _check_database(resources: ResourcesDep) -> Check:
+async def _ping_database(resources: Resources) -> None:
+    async with resources.engine.connect() as conn:
+        await conn.execute(text("select 1"))
+
+
+async def _ping_redis(resources: Resources) -> None:
+    assert resources.redis is not None
+    await resources.redis.ping()
+
+
+async def _timed(check: Awaitable[None]) -> Check:
     started = time.perf_counter()
     try:
-        async with asyncio.timeout(READY_TIMEOUT_SECONDS), resources.engine.connect() as conn:
-            await conn.execute(text("select 1"))
+        async with asyncio.timeout(READY_TIMEOUT_SECONDS):
+            await check
     except Exception as exc:  # readiness reports any failure instead of raising it
         return Check(ok=False, latency_ms=_ms(started), error=type(exc).__name__)
     return Check(ok=True, latency_ms=_ms(started))
