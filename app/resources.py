@@ -17,8 +17,9 @@ from app.citations import ApproxTokenCounter, TokenCounter, load_token_counter
 from app.db.engine import create_engine, create_sessionmaker
 from app.db.tenancy import SessionMaker
 from app.embeddings import Embedder, build_embedder, check_dimensions
+from app.embeddings.local import default_tokenizer_path
 from app.errors import ServiceUnavailable
-from app.ingest.chunking import Chunker, default_tokenizer_path, load_tokenizer
+from app.ingest.chunking import Chunker, load_tokenizer
 from app.ratelimit import RateLimiter, build_rate_limiter
 from app.settings import Settings
 from app.tenants import TenantDirectory

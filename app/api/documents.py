@@ -7,16 +7,22 @@ import uuid
 from typing import Annotated
 
 from fastapi import APIRouter, File, Form, Query, Response, UploadFile, status
+from pydantic import JsonValue, ValidationError
 
 from app.api.deps import IngestCaller, ResourcesDep, SearchCaller
 from app.api.documents_models import (
+    METADATA,
     BatchIn,
     BatchItem,
     BatchOut,
+    CollectionName,
     DocumentIn,
     DocumentList,
     DocumentOut,
+    ExternalId,
     IngestOut,
+    Title,
+    Url,
     to_input,
 )
 from app.db.tenancy import tenant_transaction
@@ -76,10 +82,10 @@ async def upload_document(
     resources: ResourcesDep,
     response: Response,
     file: Annotated[UploadFile, File(description="PDF, markdown, HTML or text.")],
-    title: Annotated[str | None, Form(max_length=1000)] = None,
-    external_id: Annotated[str | None, Form(min_length=1, max_length=512)] = None,
-    collection: Annotated[str, Form(min_length=1, max_length=128)] = DEFAULT_COLLECTION,
-    source_url: Annotated[str | None, Form(max_length=4096)] = None,
+    title: Annotated[Title | None, Form()] = None,
+    external_id: Annotated[ExternalId | None, Form()] = None,
+    collection: Annotated[CollectionName, Form()] = DEFAULT_COLLECTION,
+    source_url: Annotated[Url | None, Form()] = None,
     metadata: Annotated[str | None, Form(description="A JSON object.")] = None,
 ) -> IngestOut:
     """Ingest a file; its type is sniffed from the content, not trusted from the name."""
@@ -88,7 +94,7 @@ async def upload_document(
     document = DocumentInput(
         content=data,
         source_type=source_type,
-        title=title,
+        title=title or None,
         external_id=external_id,
         collection=collection,
         source_url=source_url,
@@ -110,7 +116,7 @@ async def _read_capped(file: UploadFile, limit: int) -> bytes:
     return bytes(data)
 
 
-def _metadata_form(raw: str | None) -> dict[str, object]:
+def _metadata_form(raw: str | None) -> dict[str, JsonValue]:
     if not raw:
         return {}
     try:
@@ -119,7 +125,10 @@ def _metadata_form(raw: str | None) -> dict[str, object]:
         raise Unprocessable(f"metadata is not valid JSON: {error.msg}") from None
     if not isinstance(value, dict):
         raise Unprocessable("metadata must be a JSON object")
-    return value
+    try:
+        return METADATA.validate_python(value)
+    except ValidationError as error:
+        raise Unprocessable(f"metadata: {error.errors()[0]['msg']}") from None
 
 
 @router.get("")

@@ -7,7 +7,16 @@ import uuid
 from datetime import datetime
 from typing import Annotated, Self
 
-from pydantic import BaseModel, ConfigDict, Field, JsonValue, StringConstraints, field_validator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    FiniteFloat,
+    JsonValue,
+    StringConstraints,
+    TypeAdapter,
+)
 
 from app.ingest.catalog import DocumentSummary
 from app.ingest.documents import DocumentInput, IngestResult, PrecomputedChunk
@@ -15,10 +24,50 @@ from app.ingest.parsing import SourceType
 from app.ingest.store import DEFAULT_COLLECTION
 
 METADATA_MAX_BYTES = 64 * 1024
+
+
+def _without_nul(value: str) -> str:
+    """PostgreSQL text and jsonb cannot hold NUL: refuse it here (422), not in the database."""
+    if "\x00" in value:
+        raise ValueError("must not contain NUL characters (\\u0000)")
+    return value
+
+
+def _holds_nul(value: JsonValue) -> bool:
+    if isinstance(value, str):
+        return "\x00" in value
+    if isinstance(value, dict):
+        return any("\x00" in key or _holds_nul(item) for key, item in value.items())
+    if isinstance(value, list):
+        return any(_holds_nul(item) for item in value)
+    return False
+
+
+def _bounded_metadata(value: dict[str, JsonValue]) -> dict[str, JsonValue]:
+    if len(json.dumps(value)) > METADATA_MAX_BYTES:
+        raise ValueError(f"metadata is larger than {METADATA_MAX_BYTES} bytes")
+    if _holds_nul(value):
+        raise ValueError("metadata must not contain NUL characters (\\u0000)")
+    return value
+
+
+def _not_zero(vector: list[float]) -> list[float]:
+    if not any(vector):
+        raise ValueError("a zero vector has no direction: cosine similarity is undefined")
+    return vector
+
+
+NoNul = AfterValidator(_without_nul)
+Title = Annotated[str, StringConstraints(max_length=1000, strip_whitespace=True), NoNul]
+ExternalId = Annotated[str, StringConstraints(min_length=1, max_length=512), NoNul]
 CollectionName = Annotated[
-    str, StringConstraints(min_length=1, max_length=128, strip_whitespace=True)
+    str, StringConstraints(min_length=1, max_length=128, strip_whitespace=True), NoNul
 ]
-Url = Annotated[str, StringConstraints(max_length=4096, pattern=r"^[A-Za-z][A-Za-z0-9+.-]*://\S+$")]
+Url = Annotated[
+    str, StringConstraints(max_length=4096, pattern=r"^[A-Za-z][A-Za-z0-9+.-]*://\S+$"), NoNul
+]
+Metadata = Annotated[dict[str, JsonValue], AfterValidator(_bounded_metadata)]
+METADATA = TypeAdapter(Metadata)
 
 
 class Strict(BaseModel):
@@ -28,29 +77,24 @@ class Strict(BaseModel):
 class ChunkIn(Strict):
     """A chunk embedded by the caller (declare the model in `embedding_model`)."""
 
-    content: Annotated[str, StringConstraints(min_length=1, max_length=100_000)]
-    embedding: Annotated[list[float], Field(min_length=1, max_length=16_000)]
+    content: Annotated[str, StringConstraints(min_length=1, max_length=100_000), NoNul]
+    embedding: Annotated[
+        list[FiniteFloat], Field(min_length=1, max_length=16_000), AfterValidator(_not_zero)
+    ]
     page_number: Annotated[int | None, Field(ge=1)] = None
-    section: list[str] = []
+    section: list[Annotated[str, NoNul]] = []
 
 
 class DocumentIn(Strict):
-    title: Annotated[str | None, StringConstraints(max_length=1000, strip_whitespace=True)] = None
+    title: Title | None = None
     content: Annotated[str, StringConstraints(min_length=1, max_length=5_000_000)]
-    external_id: Annotated[str | None, StringConstraints(min_length=1, max_length=512)] = None
+    external_id: ExternalId | None = None
     collection: CollectionName = DEFAULT_COLLECTION
     source_type: SourceType = SourceType.TEXT
     source_url: Url | None = None
-    metadata: dict[str, JsonValue] = {}
-    chunks: Annotated[list[ChunkIn] | None, Field(max_length=10_000)] = None
+    metadata: Metadata = {}
+    chunks: Annotated[list[ChunkIn] | None, Field(min_length=1, max_length=10_000)] = None
     embedding_model: Annotated[str | None, StringConstraints(max_length=200)] = None
-
-    @field_validator("metadata")
-    @classmethod
-    def _bounded(cls, value: dict[str, JsonValue]) -> dict[str, JsonValue]:
-        if len(json.dumps(value)) > METADATA_MAX_BYTES:
-            raise ValueError(f"metadata is larger than {METADATA_MAX_BYTES} bytes")
-        return value
 
 
 def to_input(body: DocumentIn) -> DocumentInput:

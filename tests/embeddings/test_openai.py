@@ -258,3 +258,16 @@ def test_retry_policy_backoff_grows_and_is_capped() -> None:
     waits = [policy.backoff(n) for n in range(1, 6)]
     bounds: list[tuple[float, float]] = [(0.5, 1), (1, 2), (2, 4), (2, 4), (2, 4)]
     assert all(low <= wait <= high for wait, (low, high) in zip(waits, bounds, strict=True))
+
+
+async def test_a_failed_request_makes_the_next_check_ask_again(
+    fake_openai: FakeOpenAI, make: Make
+) -> None:
+    embedder = make(retries=0)
+    await embedder.check()
+    fake_openai.scripted.append(ScriptedReply(503))
+    with pytest.raises(EmbeddingError):
+        await embedder.embed_query("q")
+    fake_openai.scripted.append(ScriptedReply(503))
+    with pytest.raises(EmbeddingError, match="HTTP 503"):
+        await embedder.check()

@@ -9,10 +9,10 @@ from pathlib import Path
 import pytest
 from tokenizers import Tokenizer
 
+from app.embeddings.local import default_tokenizer_path
 from app.ingest.chunking import (
     ChunkDraft,
     Chunker,
-    default_tokenizer_path,
     embedded_text,
     load_tokenizer,
 )

@@ -16,8 +16,9 @@ from app.db.migrate import migrate
 from app.db.models import Chunk
 from app.db.tenancy import SessionMaker, registry_transaction, tenant_transaction
 from app.embeddings import EmbeddingError
+from app.embeddings.local import default_tokenizer_path
 from app.ingest import reindex
-from app.ingest.chunking import Chunker, default_tokenizer_path, load_tokenizer
+from app.ingest.chunking import Chunker, load_tokenizer
 from app.ingest.documents import DocumentInput, ingest_document
 from app.ingest.parsing import SourceType
 from app.retrieval import SearchRequest, search
