@@ -122,14 +122,15 @@ def results_table(outcome: SearchOutcome, *, query: str) -> Table:
 
 def reindex(
     batch_size: Annotated[int, typer.Option(min=1, help="Chunks embedded per batch.")] = 256,
+    tenant: Annotated[list[str] | None, typer.Option(help="Only these tenants.")] = None,
 ) -> None:
     """Re-embed every chunk with the configured model (resumable: run it again to continue)."""
     with database_settings(load_settings()) as settings:
-        done = asyncio.run(_reindex(settings, batch_size=batch_size))
+        done = asyncio.run(_reindex(settings, batch_size=batch_size, tenants=tenant or None))
     errors.print(f"re-embedded {done} chunks")
 
 
-async def _reindex(settings: Settings, *, batch_size: int) -> int:
+async def _reindex(settings: Settings, *, batch_size: int, tenants: list[str] | None) -> int:
     assert settings.migration_database_url is not None
     owner = settings.migration_database_url.get_secret_value()
     try:
@@ -137,8 +138,9 @@ async def _reindex(settings: Settings, *, batch_size: int) -> int:
             dims = services.embedder.dimensions
             if await reindexing.prepare_column(owner, dimensions=dims):
                 errors.print(f"vector column changed to {dims} dimensions")
+            model_id = services.embedder.model_id
             todo = sum(
-                (await reindexing.pending(services.sessions, services.embedder.model_id)).values()
+                (await reindexing.pending(services.sessions, model_id, tenants=tenants)).values()
             )
             with Progress(console=errors, transient=True) as progress:
                 task = progress.add_task(
@@ -149,8 +151,13 @@ async def _reindex(settings: Settings, *, batch_size: int) -> int:
                     services.embedder,
                     batch_size=batch_size,
                     progress=lambda n: progress.advance(task, n),
+                    tenants=tenants,
                 )
-            await reindexing.finish_column(owner)
+            left = sum((await reindexing.pending(services.sessions, model_id)).values())
+            if left:
+                errors.print(f"{left} chunks of other tenants still need re-embedding")
+            else:
+                await reindexing.finish_column(owner)
             return done
     except AppError as error:
         raise _fail(error) from None

@@ -11,7 +11,7 @@ as the owner role: drop the HNSW index, clear the old vectors, re-embed, rebuild
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 from sqlalchemy import ColumnElement, func, select, text, update
 from sqlalchemy.ext.asyncio import AsyncConnection, create_async_engine
@@ -68,10 +68,12 @@ async def finish_column(owner_url: str) -> None:
         await engine.dispose()
 
 
-async def pending(sessions: SessionMaker, model_id: str) -> dict[str, int]:
-    """Chunks per tenant that still need the model."""
+async def pending(
+    sessions: SessionMaker, model_id: str, *, tenants: Sequence[str] | None = None
+) -> dict[str, int]:
+    """Chunks per tenant (all, or `tenants`) that still need the model."""
     counts: dict[str, int] = {}
-    for tenant_id in await _tenant_ids(sessions):
+    for tenant_id in tenants or await _tenant_ids(sessions):
         async with tenant_transaction(sessions, tenant_id) as session:
             stmt = select(func.count()).select_from(Chunk).where(_stale(model_id))
             counts[tenant_id] = await session.scalar(stmt) or 0
@@ -79,11 +81,17 @@ async def pending(sessions: SessionMaker, model_id: str) -> dict[str, int]:
 
 
 async def reembed(
-    sessions: SessionMaker, embedder: Embedder, *, batch_size: int, progress: Progress
+    sessions: SessionMaker,
+    embedder: Embedder,
+    *,
+    batch_size: int,
+    progress: Progress,
+    tenants: Sequence[str] | None = None,
 ) -> int:
-    """Re-embed every stale chunk of every tenant, a committed batch at a time."""
+    """Re-embed every stale chunk of every tenant (or of `tenants`), a committed batch at a
+    time."""
     done = 0
-    for tenant_id in await _tenant_ids(sessions):
+    for tenant_id in tenants or await _tenant_ids(sessions):
         while batch := await _reembed_batch(sessions, embedder, tenant_id, batch_size):
             done += batch
             progress(batch)

@@ -72,7 +72,9 @@ async def test_reindex_resumes_and_search_never_mixes_models(app_engine: AsyncEn
     tenant_id = await seed(sessions, WordHashEmbedder(384, "test:old"))
     cut_off = FlakyEmbedder(384, "test:new", allowed=1)
     with contextlib.suppress(EmbeddingError):
-        await reindex.reembed(sessions, cut_off, batch_size=2, progress=lambda n: None)
+        await reindex.reembed(
+            sessions, cut_off, batch_size=2, progress=lambda n: None, tenants=[tenant_id]
+        )
     assert await models_of(sessions, tenant_id) == {"test:new": 2, "test:old": 3}
     outcome = await search(
         sessions,
@@ -81,11 +83,13 @@ async def test_reindex_resumes_and_search_never_mixes_models(app_engine: AsyncEn
         request=SearchRequest(query="document topic", top_k=10),
     )
     assert len(outcome.hits) == 2  # only vectors of the new model are searched
-    assert (await reindex.pending(sessions, "test:new"))[tenant_id] == 3
+    assert await reindex.pending(sessions, "test:new", tenants=[tenant_id]) == {tenant_id: 3}
 
     resumed = WordHashEmbedder(384, "test:new")
-    done = await reindex.reembed(sessions, resumed, batch_size=2, progress=lambda n: None)
-    assert done >= 3
+    done = await reindex.reembed(
+        sessions, resumed, batch_size=2, progress=lambda n: None, tenants=[tenant_id]
+    )
+    assert done == 3
     assert await models_of(sessions, tenant_id) == {"test:new": 5}
     assert resumed.documents_embedded == 3  # the first two were not embedded again
 
