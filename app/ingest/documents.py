@@ -27,6 +27,7 @@ from app.ingest.store import (
     DEFAULT_COLLECTION,
     DocumentRow,
     StoredVersion,
+    reusable_vectors,
     stored_version,
     write_version,
 )
@@ -96,18 +97,20 @@ async def ingest_document(
     content_hash = sha256(_fingerprint(document, prepared.title, embedder.model_id))
     async with tenant_transaction(sessions, tenant_id) as session:
         previous = await stored_version(
-            session,
-            collection=document.collection,
-            external_id=external_id,
-            model_id=embedder.model_id,
+            session, collection=document.collection, external_id=external_id
         )
-    if (
-        previous
-        and previous.content_hash == content_hash
-        and previous.models <= {embedder.model_id}
-    ):
-        return _unchanged(previous, document, prepared, external_id)
-    vectors, embedded = await _vectors(embedder, document, prepared, previous)
+        if (
+            previous
+            and previous.content_hash == content_hash
+            and previous.models <= {embedder.model_id}
+        ):
+            return _unchanged(previous, document, prepared, external_id)
+        known = {}
+        if previous and document.chunks is None:
+            known = await reusable_vectors(
+                session, previous.document_id, model_id=embedder.model_id, hashes=prepared.hashes
+            )
+    vectors, embedded = await _vectors(embedder, document, prepared, known)
     rows = [
         _chunk_row(draft, vector, text_hash, model_id=embedder.model_id, metadata=document.metadata)
         for draft, vector, text_hash in zip(prepared.drafts, vectors, prepared.hashes, strict=True)
@@ -212,12 +215,11 @@ async def _vectors(
     embedder: Embedder,
     document: DocumentInput,
     prepared: _Prepared,
-    previous: StoredVersion | None,
+    known: dict[str, list[float]],
 ) -> tuple[list[list[float]], int]:
     """A vector per draft: the caller's, a stored one for the same text and model, or new."""
     if document.chunks is not None:
         return [list(chunk.embedding) for chunk in document.chunks], 0
-    known = previous.vectors if previous else {}
     missing = sorted({h for h in prepared.hashes if h not in known})
     text_of = dict(zip(prepared.hashes, prepared.texts, strict=True))
     fresh = await embedder.embed_documents([text_of[h] for h in missing]) if missing else []
@@ -244,7 +246,7 @@ def _chunk_row(
         "embedding": vector,
         "embedding_model": model_id,
         "embedded_text_hash": text_hash,
-        "metadata_": metadata,  # the document's, on every chunk: filters need no join
+        "metadata": metadata,  # the document's, on every chunk: filters need no join
     }
 
 

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import uuid
+from collections.abc import Collection as Collection_
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import delete, insert, literal_column, select
+from sqlalchemy import Table, delete, distinct, func, insert, literal_column, select, union_all
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.ext.asyncio import AsyncSession
 
@@ -15,16 +16,16 @@ from app.db.models import Chunk, Collection, Document
 
 DEFAULT_COLLECTION = "default"
 INSERT_BATCH = 500
+CHUNKS: Table = Chunk.__table__  # type: ignore[assignment]  # Core insert: no ORM bookkeeping
 
 
 @dataclass(frozen=True, slots=True)
 class StoredVersion:
-    """The stored version of a document: its hash and reusable vectors by embedded-text hash."""
+    """The stored version of a document: its fingerprint and the models of its vectors."""
 
     document_id: uuid.UUID
     content_hash: str
     chunk_count: int
-    vectors: dict[str, list[float]]  # embedded_text_hash -> vector, for the current model
     models: frozenset[str]
 
 
@@ -41,39 +42,51 @@ class DocumentRow:
 
 
 async def stored_version(
-    session: AsyncSession, *, collection: str, external_id: str, model_id: str
+    session: AsyncSession, *, collection: str, external_id: str
 ) -> StoredVersion | None:
+    models = (
+        select(func.array_agg(distinct(Chunk.embedding_model)))
+        .where(Chunk.document_id == Document.id)
+        .scalar_subquery()
+    )
     stmt = (
-        select(Document.id, Document.content_hash, Document.chunk_count)
+        select(Document.id, Document.content_hash, Document.chunk_count, models)
         .join(Collection, Collection.id == Document.collection_id)
         .where(Collection.name == collection, Document.external_id == external_id)
     )
     row = (await session.execute(stmt)).one_or_none()
     if row is None:
         return None
-    chunks = await session.execute(
-        select(Chunk.embedded_text_hash, Chunk.embedding_model, Chunk.embedding).where(
-            Chunk.document_id == row.id
-        )
+    document_id, content_hash, chunk_count, found = row
+    return StoredVersion(document_id, content_hash, chunk_count, frozenset(found or ()))
+
+
+async def reusable_vectors(
+    session: AsyncSession, document_id: uuid.UUID, *, model_id: str, hashes: Collection_[str]
+) -> dict[str, list[float]]:
+    """Stored vectors of the document for these embedded-text hashes, made by `model_id`."""
+    stmt = select(Chunk.embedded_text_hash, Chunk.embedding).where(
+        Chunk.document_id == document_id,
+        Chunk.embedding_model == model_id,
+        Chunk.embedded_text_hash.in_(list(hashes)),
     )
-    vectors: dict[str, list[float]] = {}
-    models: set[str] = set()
-    for text_hash, model, vector in chunks:
-        models.add(model)
-        if model == model_id:
-            vectors[text_hash] = list(vector)
-    return StoredVersion(row.id, row.content_hash, row.chunk_count, vectors, frozenset(models))
+    return {text_hash: list(vector) for text_hash, vector in await session.execute(stmt)}
 
 
 async def collection_id(session: AsyncSession, *, tenant_id: str, name: str) -> uuid.UUID:
-    """The collection's id, created on first use."""
-    await session.execute(
+    """The collection's id, created on first use (one round trip, no write when it exists)."""
+    inserted = (
         pg_insert(Collection)
         .values(id=uuid.uuid4(), tenant_id=tenant_id, name=name)
         .on_conflict_do_nothing(index_elements=[Collection.tenant_id, Collection.name])
+        .returning(Collection.id)
+        .cte("inserted")
     )
-    found = await session.scalar(
-        select(Collection.id).where(Collection.tenant_id == tenant_id, Collection.name == name)
+    existing = select(Collection.id).where(
+        Collection.tenant_id == tenant_id, Collection.name == name
+    )
+    found: uuid.UUID | None = await session.scalar(
+        union_all(select(inserted.c.id), existing).limit(1)
     )
     assert found is not None
     return found
@@ -106,11 +119,12 @@ async def write_version(
         set_={table.c[name]: stmt.excluded[name] for name in (*changed, "updated_at")},
     ).returning(Document.id, literal_column("xmax = 0"))  # xmax 0: a fresh insert
     document_id, created = (await session.execute(upsert)).one()
-    await session.execute(delete(Chunk).where(Chunk.document_id == document_id))
+    if not created:
+        await session.execute(delete(Chunk).where(Chunk.document_id == document_id))
     rows = [
         {**chunk, "tenant_id": row.tenant_id, "document_id": document_id, "collection_id": coll_id}
         for chunk in chunks
     ]
     for start in range(0, len(rows), INSERT_BATCH):
-        await session.execute(insert(Chunk), rows[start : start + INSERT_BATCH])
+        await session.execute(insert(CHUNKS), rows[start : start + INSERT_BATCH])
     return document_id, bool(created)

@@ -5,7 +5,11 @@ by distance, then filters them by the threshold: a threshold in the WHERE clause
 the search into a sequential scan. `hnsw.iterative_scan = relaxed_order` lets the index keep
 scanning when filters (tenant via RLS, collections, metadata) drop candidates, and the btree
 on `tenant_id` lets the planner answer small tenants exactly. `hnsw.ef_search` is set
-transaction-locally, so it never leaks to the next user of a pooled connection.
+transaction-locally, so it never leaks to the next user of a pooled connection. So is
+`plan_cache_mode = force_custom_plan`: asyncpg prepares statements, and after five runs
+PostgreSQL would switch to a generic plan that cannot see the query vector or the tenant and
+sorts every row of the tenant instead of using the HNSW index (14 ms instead of 6 ms for a
+5,000-row tenant, growing with the tenant).
 
 Threshold by mode: vector keeps candidates with cosine similarity >= threshold; keyword
 ignores it (lexical ranks are not comparable to similarities; `similarity` is reported for
@@ -129,7 +133,8 @@ async def _ranked(
     await session.execute(
         text(
             "select set_config('hnsw.ef_search', :ef, true),"
-            " set_config('hnsw.iterative_scan', 'relaxed_order', true)"
+            " set_config('hnsw.iterative_scan', 'relaxed_order', true),"
+            " set_config('plan_cache_mode', 'force_custom_plan', true)"
         ),
         {"ef": str(request.ef_search)},
     )

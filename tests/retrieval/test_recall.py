@@ -152,6 +152,7 @@ async def test_index_settings_do_not_leak_to_the_next_transaction(
         async with registry_transaction(sessions) as session:
             ef = await session.scalar(text("select current_setting('hnsw.ef_search')"))
             scan = await session.scalar(text("select current_setting('hnsw.iterative_scan')"))
-        assert (ef, scan) == ("40", "off")
+            plans = await session.scalar(text("select current_setting('plan_cache_mode')"))
+        assert (ef, scan, plans) == ("40", "off", "auto")
     finally:
         await engine.dispose()
