@@ -3,12 +3,13 @@
 A session opened with `info={"tenant_id": ...}` sets `app.tenant_id` at the start of every
 transaction, transaction-locally (`set_config(..., true)`), so a pooled connection never
 carries a tenant into the next request. Row-level security does the rest: no tenant set
-means no rows. `info={"ef_search": n}` sets `hnsw.ef_search` the same way.
+means no rows. `info={"settings": {...}}` sets other parameters (`hnsw.ef_search`, …) the
+same way, in the same statement.
 """
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
 
 from sqlalchemy import Connection, event, text
@@ -20,14 +21,27 @@ SessionMaker = async_sessionmaker[AsyncSession]
 
 @event.listens_for(Session, "after_begin")
 def _scope_to_tenant(session: Session, _tx: SessionTransaction, conn: Connection) -> None:
+    local: dict[str, str] = dict(session.info.get("settings", {}))
     if (tenant_id := session.info.get("tenant_id")) is not None:
-        conn.execute(text("select set_config('app.tenant_id', :t, true)"), {"t": str(tenant_id)})
+        local["app.tenant_id"] = str(tenant_id)
+    if not local:
+        return
+    # One round trip for all of them; names and values are bound parameters.
+    calls = ", ".join(f"set_config(:name{i}, :value{i}, true)" for i in range(len(local)))
+    params = {}
+    for i, (name, value) in enumerate(local.items()):
+        params[f"name{i}"], params[f"value{i}"] = name, value
+    conn.execute(text(f"select {calls}"), params)
 
 
 @asynccontextmanager
-async def tenant_transaction(sessions: SessionMaker, tenant_id: str) -> AsyncIterator[AsyncSession]:
-    """One transaction scoped to `tenant_id`; commits on success, rolls back on error."""
-    async with sessions(info={"tenant_id": tenant_id}) as session, session.begin():
+async def tenant_transaction(
+    sessions: SessionMaker, tenant_id: str, *, settings: Mapping[str, str] | None = None
+) -> AsyncIterator[AsyncSession]:
+    """One transaction scoped to `tenant_id`, with optional transaction-local `settings`
+    (e.g. `hnsw.ef_search`); commits on success, rolls back on error."""
+    info = {"tenant_id": tenant_id, "settings": dict(settings or {})}
+    async with sessions(info=info) as session, session.begin():
         yield session
 
 

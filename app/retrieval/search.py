@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
-from sqlalchemy import ColumnElement, Text, cast, func, literal, select, text
+from sqlalchemy import ColumnElement, Text, cast, func, literal, select
 from sqlalchemy.dialects.postgresql import TSQUERY
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm import defer
@@ -97,7 +97,9 @@ async def search(
     started = time.perf_counter()
     vector = await embedder.embed_query(request.query)
     embedded = time.perf_counter()
-    async with tenant_transaction(sessions, tenant_id) as session:
+    async with tenant_transaction(
+        sessions, tenant_id, settings=_index_settings(request)
+    ) as session:
         scored = await _ranked(
             session, vector, tenant_id=tenant_id, model=embedder.model_id, request=request
         )
@@ -111,6 +113,15 @@ async def search(
     return SearchOutcome(
         hits=hits, total_found=len(scored), model=embedder.model_id, timings_ms=timings
     )
+
+
+def _index_settings(request: SearchRequest) -> dict[str, str]:
+    """Transaction-local: they end with the search's transaction."""
+    return {
+        "hnsw.ef_search": str(request.ef_search),
+        "hnsw.iterative_scan": "relaxed_order",
+        "plan_cache_mode": "force_custom_plan",
+    }
 
 
 async def _ranked(
@@ -130,14 +141,6 @@ async def _ranked(
     fetch = max(request.candidates, request.top_k)
     if request.mode is SearchMode.KEYWORD:
         return await _keyword(session, request.query, base, fetch)
-    await session.execute(
-        text(
-            "select set_config('hnsw.ef_search', :ef, true),"
-            " set_config('hnsw.iterative_scan', 'relaxed_order', true),"
-            " set_config('plan_cache_mode', 'force_custom_plan', true)"
-        ),
-        {"ef": str(request.ef_search)},
-    )
     nearest = await _nearest(session, vector, base, fetch=fetch, threshold=request.threshold)
     if request.mode is SearchMode.VECTOR:
         return nearest
