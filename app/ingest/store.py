@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import Table, delete, distinct, func, insert, literal_column, select, union_all
+from sqlalchemy import Table, delete, distinct, func, insert, literal_column, select
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.ext.asyncio import AsyncSession
 
@@ -74,20 +74,21 @@ async def reusable_vectors(
 
 
 async def collection_id(session: AsyncSession, *, tenant_id: str, name: str) -> uuid.UUID:
-    """The collection's id, created on first use (one round trip, no write when it exists)."""
-    inserted = (
-        pg_insert(Collection)
-        .values(id=uuid.uuid4(), tenant_id=tenant_id, name=name)
-        .on_conflict_do_nothing(index_elements=[Collection.tenant_id, Collection.name])
-        .returning(Collection.id)
-        .cte("inserted")
-    )
+    """The collection's id, created on first use. The final SELECT is its own statement, so it
+    sees a collection that a concurrent first ingest committed while this INSERT waited."""
     existing = select(Collection.id).where(
         Collection.tenant_id == tenant_id, Collection.name == name
     )
-    found: uuid.UUID | None = await session.scalar(
-        union_all(select(inserted.c.id), existing).limit(1)
-    )
+    found: uuid.UUID | None = await session.scalar(existing)
+    if found is None:
+        found = await session.scalar(
+            pg_insert(Collection)
+            .values(id=uuid.uuid4(), tenant_id=tenant_id, name=name)
+            .on_conflict_do_nothing(index_elements=[Collection.tenant_id, Collection.name])
+            .returning(Collection.id)
+        )
+    if found is None:
+        found = await session.scalar(existing)
     assert found is not None
     return found
 

@@ -212,11 +212,19 @@ async def _hits(
     if not scored:
         return []
     similarity = (literal(1.0) - Chunk.embedding.cosine_distance(vector)).label("similarity")
+    # The rows by primary key first: joined directly, RLS and the joins lead the planner to a
+    # bitmap over the whole tenant (3.3 ms instead of 0.8 ms for a 50,000-row tenant).
+    picked = (
+        select(Chunk.id)
+        .where(Chunk.id.in_([chunk_id for chunk_id, _ in scored]))
+        .cte("picked")
+        .prefix_with("MATERIALIZED")
+    )
     stmt = (
         select(Chunk, Document, Collection.name, similarity)
+        .join(picked, picked.c.id == Chunk.id)
         .join(Document, Document.id == Chunk.document_id)
         .join(Collection, Collection.id == Chunk.collection_id)
-        .where(Chunk.id.in_([chunk_id for chunk_id, _ in scored]))
         .options(defer(Chunk.embedding), defer(Chunk.search_vector))
     )
     rows = {row[0].id: row for row in await session.execute(stmt)}

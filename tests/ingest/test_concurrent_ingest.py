@@ -1,0 +1,43 @@
+"""Concurrent ingests into a new tenant and collection (real commits, several connections)."""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+
+from sqlalchemy import func, select
+from sqlalchemy.ext.asyncio import AsyncEngine
+
+from app.db.engine import create_sessionmaker
+from app.db.models import Collection, Document
+from app.db.tenancy import registry_transaction, tenant_transaction
+from app.embeddings.local import default_tokenizer_path
+from app.ingest.chunking import Chunker, load_tokenizer
+from app.ingest.documents import DocumentInput, ingest_document
+from app.ingest.parsing import SourceType
+from app.tenants import create_tenant
+from tests.fakes import WordHashEmbedder
+
+
+async def test_first_ingests_racing_to_create_a_collection_all_succeed(
+    app_engine: AsyncEngine,
+) -> None:
+    sessions = create_sessionmaker(app_engine)
+    tenant_id = f"race-{uuid.uuid4().hex[:10]}"
+    async with registry_transaction(sessions) as session:
+        await create_tenant(session, tenant_id)
+    chunker = Chunker(load_tokenizer(default_tokenizer_path()), chunk_tokens=200, overlap_tokens=20)
+    embedder = WordHashEmbedder(384)
+
+    async def ingest(i: int) -> None:
+        document = DocumentInput(
+            content=f"Racing document {i}.", source_type=SourceType.TEXT, collection="fresh"
+        )
+        await ingest_document(
+            sessions, embedder, chunker=chunker, tenant_id=tenant_id, document=document
+        )
+
+    await asyncio.gather(*(ingest(i) for i in range(4)))
+    async with tenant_transaction(sessions, tenant_id) as session:
+        assert await session.scalar(select(func.count()).select_from(Collection)) == 1
+        assert await session.scalar(select(func.count()).select_from(Document)) == 4
