@@ -1,0 +1,486 @@
+"""Ingestion throughput in chunks/s, stage by stage, on NFCorpus documents.
+
+    .venv/bin/python bench/ingest_bench.py [--docs 1000] [--embed-texts 512] [--e2e-docs 300]
+                                           [--concurrency 4]
+                                           [--skip-embed] [--skip-e2e] [--database-url URL]
+
+Stages, each on the first ``--docs`` NFCorpus documents (plain text, "title\\n\\ntext"):
+
+(a) parse + chunk: ``parse_text`` then the service's ``Chunker`` (``build_chunker``: chunks of
+    256 - 48 = 208 MiniLM tokens, overlap 50), timed separately per document.
+(b) embed: the texts the pipeline embeds (contextual header + chunk) of the first
+    ``--embed-texts`` chunks through ``LocalEmbedder.embed_documents`` against the raw
+    ``SentenceTransformer.encode`` on the same texts, same batch size, interleaved in blocks of
+    256 (order alternating) so machine load hits both alike; plus the share of padding in the
+    model's batches either way (deterministic).
+(c) store: the full ``ingest_document`` with an embedder that only looks vectors up (computed
+    before the clock starts), so it measures parse + chunk + DB write; then with the chunks
+    pre-chunked and pre-embedded (``DocumentInput.chunks``), which leaves only the DB write;
+    both one document at a time (as /documents/batch does) and ``--concurrency`` at once.
+(d) end to end: ``ingest_document`` with the real local model, one document at a time, on
+    the first ``--e2e-docs`` documents.
+
+Throughput figures are chunks/s; the database is a throwaway embedded PostgreSQL 18 +
+pgvector with the migrations applied, written to as the runtime role (RLS on).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import hashlib
+import statistics
+import time
+import uuid
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+from harness import (
+    BenchDatabase,
+    CorpusDoc,
+    PreparedDoc,
+    bench_database,
+    connect_loader,
+    copy_rows,
+    corpus_input,
+    create_tenants,
+    document_text,
+    log,
+    prepare_corpus,
+    print_table,
+    quantile,
+    read_corpus,
+    server_settings,
+    write_json,
+)
+
+from app.embeddings.local import LocalEmbedder
+from app.ingest.chunking import Chunker
+from app.ingest.documents import DocumentInput, PrecomputedChunk, ingest_document
+from app.ingest.parsing import SourceType, parse_text
+from app.resources import build_chunker
+
+EMBED_BLOCK = 256  # texts per interleaved block in (b)
+
+
+class LookupEmbedder:
+    """Vectors looked up by text (filled before timing): embedding costs ~nothing."""
+
+    def __init__(self, dimensions: int, model_id: str = "bench:lookup") -> None:
+        self.model_id = model_id
+        self.dimensions = dimensions
+        self.query_prefix = ""
+        self.passage_prefix = ""
+        self.vectors: dict[str, list[float]] = {}
+
+    def add(self, texts: Sequence[str]) -> None:
+        for text in texts:
+            if text not in self.vectors:
+                self.vectors[text] = hash_vector(text, self.dimensions)
+
+    async def embed_query(self, text: str) -> list[float]:
+        return self.vectors.get(text) or hash_vector(text, self.dimensions)
+
+    async def embed_documents(self, texts: Sequence[str]) -> list[list[float]]:
+        return [self.vectors.get(t) or hash_vector(t, self.dimensions) for t in texts]
+
+    async def check(self) -> None:
+        return None
+
+    async def aclose(self) -> None:
+        return None
+
+
+def hash_vector(text: str, dimensions: int) -> list[float]:
+    seed = int.from_bytes(hashlib.sha256(text.encode()).digest()[:8], "big")
+    vector = np.random.default_rng(seed).normal(size=dimensions)
+    unit: list[float] = (vector / np.linalg.norm(vector)).tolist()
+    return unit
+
+
+# --- (a) parse + chunk ----------------------------------------------------------------------
+
+
+def parse_and_chunk(docs: list[CorpusDoc], chunker: Chunker) -> dict[str, Any]:
+    parse_s = chunk_s = 0.0
+    chunks = 0
+    per_doc_ms: list[float] = []
+    for doc in docs:
+        started = time.perf_counter()
+        parsed = parse_text(document_text(doc), SourceType.TEXT)
+        parsed_at = time.perf_counter()
+        drafts = chunker.split(parsed)
+        done = time.perf_counter()
+        parse_s += parsed_at - started
+        chunk_s += done - parsed_at
+        chunks += len(drafts)
+        per_doc_ms.append((done - started) * 1000)
+    total = parse_s + chunk_s
+    return {
+        "docs": len(docs),
+        "chunks": chunks,
+        "parse_s": round(parse_s, 3),
+        "chunk_s": round(chunk_s, 3),
+        "chunks_per_s": round(chunks / total, 1),
+        "parse_chunks_per_s": round(chunks / parse_s, 1),
+        "chunk_chunks_per_s": round(chunks / chunk_s, 1),
+        "per_doc_ms_p50": round(quantile(per_doc_ms, 0.5), 3),
+        "per_doc_ms_p95": round(quantile(per_doc_ms, 0.95), 3),
+    }
+
+
+# --- (b) embed ------------------------------------------------------------------------------
+
+
+async def embed_stage(embedder: LocalEmbedder, texts: list[str]) -> dict[str, Any]:
+    """Ours vs raw encode, interleaved per block (order alternating) to share the load."""
+    ours_s = raw_s = 0.0
+    ratios: list[float] = []
+    for index, start in enumerate(range(0, len(texts), EMBED_BLOCK)):
+        block = texts[start : start + EMBED_BLOCK]
+        runs = ("ours", "raw") if index % 2 == 0 else ("raw", "ours")
+        elapsed: dict[str, float] = {}
+        for which in runs:
+            began = time.perf_counter()
+            if which == "ours":
+                await embedder.embed_documents(block)
+            else:
+                raw_encode(embedder, block)
+            elapsed[which] = time.perf_counter() - began
+        ours_s += elapsed["ours"]
+        raw_s += elapsed["raw"]
+        ratios.append(elapsed["raw"] / elapsed["ours"])  # >1: ours faster
+        log(
+            f"  embed block {index}: ours {len(block) / elapsed['ours']:.1f}/s, "
+            f"raw {len(block) / elapsed['raw']:.1f}/s"
+        )
+    return {
+        "texts": len(texts),
+        "batch_size": embedder.batch_size,
+        "ours_chunks_per_s": round(len(texts) / ours_s, 1),
+        "raw_chunks_per_s": round(len(texts) / raw_s, 1),
+        "ours_over_raw_throughput": round(raw_s / ours_s, 3),
+        "median_block_ratio": round(statistics.median(ratios), 3),
+        "blocks": len(ratios),
+        **padding_waste(embedder, texts),
+    }
+
+
+def padding_waste(embedder: LocalEmbedder, texts: list[str]) -> dict[str, float]:
+    """Share of padded positions in the model's batches: in the order embed_documents cuts
+    sub-batches (input order) vs sorted by length over each block (what encode does when
+    given the whole block). Deterministic, unlike the timings on a shared machine."""
+    tokenizer: Any = getattr(embedder.model, "tokenizer", None)
+    if tokenizer is None:
+        return {}
+    limit = embedder.max_input_tokens or 512
+    lengths = [min(len(ids), limit) for ids in tokenizer(texts)["input_ids"]]
+
+    def waste(order: list[int]) -> float:
+        padded = real = 0
+        for start in range(0, len(order), embedder.batch_size):
+            batch = [lengths[i] for i in order[start : start + embedder.batch_size]]
+            padded += max(batch) * len(batch)
+            real += sum(batch)
+        return 1 - real / padded
+
+    in_order = list(range(len(texts)))
+    by_block = [
+        i
+        for start in range(0, len(texts), EMBED_BLOCK)
+        for i in sorted(in_order[start : start + EMBED_BLOCK], key=lambda i: -lengths[i])
+    ]
+    return {
+        "tokens_mean": round(statistics.fmean(lengths), 1),
+        "padding_share_input_order": round(waste(in_order), 3),
+        "padding_share_length_sorted": round(waste(by_block), 3),
+    }
+
+
+def raw_encode(embedder: LocalEmbedder, texts: list[str]) -> None:
+    model: Any = embedder.model
+    model.encode(
+        texts,
+        batch_size=embedder.batch_size,
+        normalize_embeddings=True,
+        convert_to_numpy=True,
+        show_progress_bar=False,
+    )
+
+
+# --- (c), (d) ingest through ingest_document -------------------------------------------------
+
+
+async def ingest_stage(
+    db: BenchDatabase,
+    embedder: Any,
+    chunker: Chunker,
+    inputs: list[DocumentInput],
+    *,
+    tenant_id: str,
+    concurrency: int,
+) -> dict[str, Any]:
+    await create_tenants(db.sessions, [tenant_id])
+    per_doc_ms: list[float] = []
+    chunks = 0
+    queue = list(reversed(inputs))
+
+    async def worker_once() -> None:
+        nonlocal chunks
+        document = queue.pop()
+        began = time.perf_counter()
+        result = await ingest_document(
+            db.sessions, embedder, chunker=chunker, tenant_id=tenant_id, document=document
+        )
+        per_doc_ms.append((time.perf_counter() - began) * 1000)
+        chunks += result.chunks
+
+    async def worker() -> None:
+        while queue:
+            await worker_once()
+
+    started = time.perf_counter()
+    if concurrency > 1:
+        # The first document alone: concurrent first ingests of a tenant race on creating its
+        # collection (app/ingest/store.py collection_id returns no row; see docs/BENCHMARKS.md).
+        await worker_once()
+    await asyncio.gather(*(worker() for _ in range(concurrency)))
+    elapsed = time.perf_counter() - started
+    return {
+        "docs": len(inputs),
+        "chunks": chunks,
+        "concurrency": concurrency,
+        "seconds": round(elapsed, 2),
+        "chunks_per_s": round(chunks / elapsed, 1),
+        "docs_per_s": round(len(inputs) / elapsed, 1),
+        "per_doc_ms_p50": round(quantile(per_doc_ms, 0.5), 2),
+        "per_doc_ms_p95": round(quantile(per_doc_ms, 0.95), 2),
+    }
+
+
+def precomputed_inputs(
+    prepared: list[PreparedDoc], embedder: LookupEmbedder
+) -> list[DocumentInput]:
+    return [
+        corpus_input(
+            p.doc,
+            chunks=[
+                PrecomputedChunk(content=c, embedding=embedder.vectors[t])
+                for c, t in zip(p.contents, p.texts, strict=True)
+            ],
+            embedding_model=embedder.model_id,
+        )
+        for p in prepared
+    ]
+
+
+async def copy_stage(
+    db: BenchDatabase, prepared: list[PreparedDoc], lookup: LookupEmbedder, model_id: str
+) -> dict[str, Any]:
+    """Reference: the same documents and chunks in one transaction by binary COPY (HNSW, GIN
+    and the tsvector column maintained as usual): what batching per transaction could reach."""
+    tenant_id = "ingest-copy"
+    await create_tenants(db.sessions, [tenant_id])
+    collection = uuid.uuid4()
+    documents, chunks = [], []
+    for p in prepared:
+        document_id = uuid.uuid4()
+        documents.append(
+            (
+                document_id,
+                tenant_id,
+                collection,
+                p.doc.doc_id,
+                p.doc.doc_id,
+                "text",
+                hashlib.sha256(p.doc.text.encode()).hexdigest(),
+                len(p.texts),
+            )
+        )
+        for index, (content, text) in enumerate(zip(p.contents, p.texts, strict=True)):
+            chunks.append(
+                (
+                    uuid.uuid4(),
+                    tenant_id,
+                    document_id,
+                    collection,
+                    index,
+                    content,
+                    0,
+                    np.asarray(lookup.vectors[text], dtype=np.float32),
+                    model_id,
+                    hashlib.sha256(text.encode()).hexdigest(),
+                )
+            )
+    conn = await connect_loader(db.superuser_url)
+    try:
+        started = time.perf_counter()
+        await copy_rows(
+            conn,
+            collections=[(collection, tenant_id, "default")],
+            documents=documents,
+            chunks=chunks,
+        )
+        elapsed = time.perf_counter() - started
+    finally:
+        await conn.close()
+    return {
+        "docs": len(documents),
+        "chunks": len(chunks),
+        "concurrency": 1,
+        "seconds": round(elapsed, 2),
+        "chunks_per_s": round(len(chunks) / elapsed, 1),
+        "docs_per_s": round(len(documents) / elapsed, 1),
+        "per_doc_ms_p50": "",
+        "per_doc_ms_p95": "",
+    }
+
+
+async def run(args: argparse.Namespace) -> dict[str, Any]:
+    docs = read_corpus(args.docs)
+    log("loading the local model")
+    async with bench_database(superuser_url=args.database_url) as db:
+        embedder = LocalEmbedder.load(db.settings)
+        chunker = build_chunker(db.settings, embedder)
+        results: dict[str, Any] = {
+            "docs": len(docs),
+            "model": embedder.model_id,
+            "server": await server_settings(db.superuser_url),
+        }
+        log(f"(a) parse + chunk, {len(docs)} docs")
+        results["parse_chunk"] = parse_and_chunk(docs, chunker)
+        prepared = prepare_corpus(docs, chunker)
+        texts = [t for p in prepared for t in p.texts]
+        if not args.skip_embed:
+            sample = texts[: args.embed_texts]
+            log(f"(b) embed {len(sample)} chunks, ours vs raw encode")
+            results["embed"] = await embed_stage(embedder, sample)
+        lookup = LookupEmbedder(embedder.dimensions)
+        lookup.add(texts)
+        stores: list[dict[str, Any]] = []
+        for concurrency in sorted({1, args.concurrency}):
+            log(f"(c) store via ingest_document, lookup embedder, concurrency {concurrency}")
+            row = await ingest_stage(
+                db,
+                lookup,
+                chunker,
+                [corpus_input(d) for d in docs],
+                tenant_id=f"ingest-c-{concurrency}",
+                concurrency=concurrency,
+            )
+            stores.append({"path": "parse + chunk + DB write", **row})
+            log(f"(c) DB write only (pre-chunked, pre-embedded), concurrency {concurrency}")
+            row = await ingest_stage(
+                db,
+                lookup,
+                chunker,
+                precomputed_inputs(prepared, lookup),
+                tenant_id=f"ingest-w-{concurrency}",
+                concurrency=concurrency,
+            )
+            stores.append({"path": "DB write only", **row})
+        log("(c) reference: one binary COPY of the same rows, one transaction")
+        stores.append(
+            {
+                "path": "reference: one COPY",
+                **await copy_stage(db, prepared, lookup, lookup.model_id),
+            }
+        )
+        results["store"] = stores
+        if not args.skip_e2e:
+            e2e_docs = docs[: args.e2e_docs]
+            log(f"(d) end to end, local model, {len(e2e_docs)} docs")
+            results["end_to_end"] = await ingest_stage(
+                db,
+                embedder,
+                chunker,
+                [corpus_input(d) for d in e2e_docs],
+                tenant_id="ingest-e2e",
+                concurrency=1,
+            )
+    return results
+
+
+def report(results: dict[str, Any]) -> None:
+    pc = results["parse_chunk"]
+    rows: list[list[object]] = [
+        ["(a) parse (parse_text)", pc["chunks"], pc["parse_chunks_per_s"], "", ""],
+        ["(a) chunk (Chunker.split)", pc["chunks"], pc["chunk_chunks_per_s"], "", ""],
+        [
+            "(a) parse + chunk",
+            pc["chunks"],
+            pc["chunks_per_s"],
+            pc["per_doc_ms_p50"],
+            pc["per_doc_ms_p95"],
+        ],
+    ]
+    if emb := results.get("embed"):
+        rows += [
+            [
+                "(b) embed, LocalEmbedder.embed_documents",
+                emb["texts"],
+                emb["ours_chunks_per_s"],
+                "",
+                "",
+            ],
+            [
+                "(b) embed, raw SentenceTransformer.encode",
+                emb["texts"],
+                emb["raw_chunks_per_s"],
+                "",
+                "",
+            ],
+        ]
+    for store in results["store"]:
+        rows.append(
+            [
+                f"(c) {store['path']}, x{store['concurrency']}",
+                store["chunks"],
+                store["chunks_per_s"],
+                store["per_doc_ms_p50"],
+                store["per_doc_ms_p95"],
+            ]
+        )
+    if e2e := results.get("end_to_end"):
+        rows.append(
+            [
+                "(d) end to end (local model)",
+                e2e["chunks"],
+                e2e["chunks_per_s"],
+                e2e["per_doc_ms_p50"],
+                e2e["per_doc_ms_p95"],
+            ]
+        )
+    print_table(
+        f"ingestion, NFCorpus, {results['docs']} documents",
+        ["stage", "chunks", "chunks/s", "doc P50 ms", "doc P95 ms"],
+        rows,
+    )
+    if emb:
+        print(  # noqa: T201
+            f"embed: ours/raw throughput {emb['ours_over_raw_throughput']:.3f} "
+            f"(median per-block {emb['median_block_ratio']:.3f}, 1.0 = same speed); padded "
+            f"positions {emb.get('padding_share_input_order')} in input order vs "
+            f"{emb.get('padding_share_length_sorted')} sorted by length\n"
+        )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--docs", type=int, default=1000)
+    parser.add_argument("--embed-texts", type=int, default=512, help="(b) on the first N chunks")
+    parser.add_argument("--e2e-docs", type=int, default=300, help="(d) on the first N docs")
+    parser.add_argument("--concurrency", type=int, default=4)
+    parser.add_argument("--skip-embed", action="store_true")
+    parser.add_argument("--skip-e2e", action="store_true")
+    parser.add_argument("--database-url", help="a superuser URL instead of the embedded server")
+    args = parser.parse_args()
+    results = asyncio.run(run(args))
+    report(results)
+    path = write_json("ingest_bench", {"args": vars(args), **results})
+    print(f"JSON: {path}")  # noqa: T201
+
+
+if __name__ == "__main__":
+    main()
