@@ -9,12 +9,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from redis.asyncio import Redis
-from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from app.auth import TokenVerifier
 from app.citations import ApproxTokenCounter, TokenCounter, load_token_counter
-from app.db.engine import create_engine, create_sessionmaker
+from app.db.engine import create_engine, create_sessionmaker, vector_column_dimensions
 from app.db.tenancy import SessionMaker
 from app.embeddings import Embedder, build_embedder, check_dimensions
 from app.embeddings.local import default_tokenizer_path
@@ -81,17 +80,13 @@ async def open_resources(
 
 async def _column_dimensions(engine: AsyncEngine, settings: Settings) -> int:
     """The vector column's dimension; the configured one if the database is not up yet."""
-    query = text(
-        "select atttypmod from pg_attribute"
-        " where attrelid = 'chunks'::regclass and attname = 'embedding'"
-    )
     try:
         async with engine.connect() as conn:
-            found = await conn.scalar(query)
+            found = await vector_column_dimensions(conn)
     except OSError:
         _log.warning("database not reachable at start; /readyz will say when it is")
         return settings.embedding_dimensions
-    return int(found) if found else settings.embedding_dimensions
+    return found or settings.embedding_dimensions
 
 
 def build_chunker(settings: Settings, embedder: Embedder) -> Chunker:

@@ -113,10 +113,6 @@ async def build_context(
         chunks=[ChunkOut.of(hit) for hit in result.used],
         dropped=result.dropped,
         total_found=outcome.total_found,
-        timings=Timings(
-            embed_ms=outcome.timings_ms["embed"],
-            database_ms=outcome.timings_ms["database"],
-            total_ms=outcome.timings_ms["total"],
-        ),
+        timings=Timings.of(outcome),
         context_ms=round((time.perf_counter() - started) * 1000, 3),
     )

@@ -12,8 +12,9 @@ from app.retrieval import SearchMode, SearchOutcome, SearchRequest, search
 
 router = APIRouter(prefix="/api/rag", tags=["search"])
 
-# Default thresholds by model family, measured on nfcorpus (docs/SEARCH.md): MiniLM puts
-# unrelated passages near 0.0-0.2, OpenAI's text-embedding-3 near 0.1-0.25.
+# Default thresholds by model family (README, "Search"): unrelated passages score about
+# 0.0-0.2 with MiniLM (as in tests/api/test_search.py) and somewhat higher with OpenAI's
+# text-embedding-3; a request's `threshold` or RAG_SEARCH_THRESHOLD_DEFAULT overrides them.
 MODEL_THRESHOLDS = {"local:": 0.2, "openai:": 0.25}
 
 

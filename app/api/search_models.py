@@ -126,6 +126,11 @@ class Timings(BaseModel):
     database_ms: float
     total_ms: float
 
+    @classmethod
+    def of(cls, outcome: SearchOutcome) -> Self:
+        found = outcome.timings_ms
+        return cls(embed_ms=found["embed"], database_ms=found["database"], total_ms=found["total"])
+
 
 class SearchOut(BaseModel):
     chunks: list[ChunkOut]
@@ -150,11 +155,7 @@ class SearchOut(BaseModel):
             total_found=outcome.total_found,
             avg_similarity=round(outcome.avg_similarity, 6),
             search_time_ms=outcome.timings_ms["total"],
-            timings=Timings(
-                embed_ms=outcome.timings_ms["embed"],
-                database_ms=outcome.timings_ms["database"],
-                total_ms=outcome.timings_ms["total"],
-            ),
+            timings=Timings.of(outcome),
             mode=body.mode,
             model=outcome.model,
             threshold=threshold,

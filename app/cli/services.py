@@ -9,7 +9,6 @@ from dataclasses import dataclass
 from app.db.engine import create_engine, create_sessionmaker
 from app.db.tenancy import SessionMaker
 from app.embeddings import Embedder, build_embedder
-from app.errors import AppError
 from app.ingest.chunking import Chunker
 from app.resources import build_chunker
 from app.settings import Settings
@@ -40,11 +39,3 @@ async def open_services(settings: Settings, *, tenant_id: str | None) -> AsyncIt
             await embedder.aclose()
     finally:
         await engine.dispose()
-
-
-class CommandError(Exception):
-    """A failure the command reports in one line and exits 2 for."""
-
-    @classmethod
-    def of(cls, error: AppError) -> CommandError:
-        return cls(error.detail)

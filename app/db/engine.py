@@ -2,8 +2,14 @@
 
 from __future__ import annotations
 
+from sqlalchemy import text
 from sqlalchemy.engine import make_url
-from sqlalchemy.ext.asyncio import AsyncEngine, async_sessionmaker, create_async_engine
+from sqlalchemy.ext.asyncio import (
+    AsyncConnection,
+    AsyncEngine,
+    async_sessionmaker,
+    create_async_engine,
+)
 
 from app.db.tenancy import SessionMaker
 
@@ -23,6 +29,15 @@ def create_engine(url: str, *, pool_size: int = 10) -> AsyncEngine:
         pool_recycle=1800,
         connect_args={"server_settings": {"application_name": "rag-service"}, "timeout": 5},
     )
+
+
+async def vector_column_dimensions(conn: AsyncConnection) -> int:
+    """The dimension of `chunks.embedding` (0 when it has none)."""
+    query = text(
+        "select atttypmod from pg_attribute"
+        " where attrelid = 'chunks'::regclass and attname = 'embedding'"
+    )
+    return int(await conn.scalar(query) or 0)
 
 
 def create_sessionmaker(engine: AsyncEngine) -> SessionMaker:

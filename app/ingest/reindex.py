@@ -14,9 +14,9 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 from sqlalchemy import ColumnElement, func, select, text, update
-from sqlalchemy.ext.asyncio import AsyncConnection, create_async_engine
+from sqlalchemy.ext.asyncio import create_async_engine
 
-from app.db.engine import async_url
+from app.db.engine import async_url, vector_column_dimensions
 from app.db.models import Chunk, Document, Tenant
 from app.db.tenancy import SessionMaker, registry_transaction, tenant_transaction
 from app.embeddings import Embedder
@@ -30,21 +30,13 @@ INDEX_DDL = (
 Progress = Callable[[int], None]
 
 
-async def column_dimensions(conn: AsyncConnection) -> int:
-    query = text(
-        "select atttypmod from pg_attribute"
-        " where attrelid = 'chunks'::regclass and attname = 'embedding'"
-    )
-    return int(await conn.scalar(query) or 0)
-
-
 async def prepare_column(owner_url: str, *, dimensions: int) -> bool:
     """Make the column hold `dimensions`-d vectors; True when it had to change (old vectors
     of another size are dropped, their chunks wait for re-embedding)."""
     engine = create_async_engine(async_url(owner_url))
     try:
         async with engine.begin() as conn:
-            if await column_dimensions(conn) == dimensions:
+            if await vector_column_dimensions(conn) == dimensions:
                 return False
             await conn.execute(text("DROP INDEX IF EXISTS ix_chunks_embedding_hnsw"))
             await conn.execute(text("ALTER TABLE chunks ALTER COLUMN embedding DROP NOT NULL"))

@@ -11,7 +11,7 @@ from sqlalchemy import func, select, text
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from app.db.embedded import OWNER_ROLE, bootstrap, drop_database, with_database, with_user
-from app.db.engine import create_engine, create_sessionmaker
+from app.db.engine import create_engine, create_sessionmaker, vector_column_dimensions
 from app.db.migrate import migrate
 from app.db.models import Chunk
 from app.db.tenancy import SessionMaker, registry_transaction, tenant_transaction
@@ -114,7 +114,7 @@ async def test_reindex_to_another_dimension_rebuilds_the_column(database: Databa
         await reindex.finish_column(owner_url)
         assert await models_of(sessions, tenant_id) == {"test:bigger": 5}
         async with engine.connect() as conn:
-            assert await reindex.column_dimensions(conn) == 16
+            assert await vector_column_dimensions(conn) == 16
             index = await conn.scalar(
                 text("select indexdef from pg_indexes where indexname = 'ix_chunks_embedding_hnsw'")
             )
