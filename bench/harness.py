@@ -13,6 +13,7 @@ database it created at the end.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import statistics
@@ -26,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 import asyncpg
+import numpy as np
 from pgvector.asyncpg import register_vector
 from pydantic import SecretStr
 from sqlalchemy.ext.asyncio import AsyncEngine
@@ -42,6 +44,7 @@ from app.db.embedded import (
 from app.db.engine import create_engine, create_sessionmaker
 from app.db.migrate import migrate
 from app.db.tenancy import SessionMaker, registry_transaction
+from app.embeddings.local import LocalEmbedder
 from app.ingest.chunking import Chunker
 from app.ingest.documents import DocumentInput, _prepare
 from app.ingest.parsing import SourceType
@@ -316,6 +319,75 @@ def git_commit() -> str:
 def log(message: str) -> None:
     sys.stderr.write(f"[{datetime.now().strftime('%H:%M:%S')}] {message}\n")
     sys.stderr.flush()
+
+
+# --- embeddings with a disk cache -----------------------------------------------------------
+
+
+def vector_cache_path(model_id: str) -> Path:
+    return RESULTS / f"embeddings-{model_id.replace(':', '_').replace('/', '_')}.npz"
+
+
+class CachingEmbedder:
+    """The local model behind a disk cache keyed by sha256(kind, model, text): the same
+    vectors the model gives, without recomputing them on every run."""
+
+    def __init__(self, inner: LocalEmbedder, path: Path) -> None:
+        self.inner = inner
+        self.path = path
+        self.model_id = inner.model_id
+        self.dimensions = inner.dimensions
+        self.query_prefix = inner.query_prefix
+        self.passage_prefix = inner.passage_prefix
+        self.vectors: dict[str, np.ndarray] = {}
+        self.added = 0
+        if path.exists():
+            data = np.load(path)
+            self.vectors = dict(zip(data["keys"].tolist(), data["vectors"], strict=True))
+
+    def key(self, kind: str, text: str) -> str:
+        return hashlib.sha256(f"{kind}\0{self.model_id}\0{text}".encode()).hexdigest()
+
+    async def embed_query(self, text: str) -> list[float]:
+        key = self.key("q", text)
+        if key not in self.vectors:
+            self.vectors[key] = np.asarray(await self.inner.embed_query(text), dtype=np.float32)
+            self.added += 1
+        result: list[float] = self.vectors[key].tolist()
+        return result
+
+    async def embed_documents(self, texts: Sequence[str]) -> list[list[float]]:
+        keys = [self.key("d", t) for t in texts]
+        missing = list(
+            {k: t for k, t in zip(keys, texts, strict=True) if k not in self.vectors}.items()
+        )
+        for start in range(0, len(missing), 512):
+            part = missing[start : start + 512]
+            fresh = await self.inner.embed_documents([t for _, t in part])
+            for (k, _), v in zip(part, fresh, strict=True):
+                self.vectors[k] = np.asarray(v, dtype=np.float32)
+            self.added += len(part)
+            if len(missing) > 512:
+                log(f"  embedded {min(start + 512, len(missing))}/{len(missing)} chunks")
+                self.save()
+        return [self.vectors[k].tolist() for k in keys]
+
+    def save(self) -> None:
+        if not self.added:
+            return
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        keys = np.array(list(self.vectors))
+        vectors = np.stack(list(self.vectors.values())).astype(np.float32)
+        tmp = self.path.with_suffix(".tmp.npz")
+        np.savez(tmp, keys=keys, vectors=vectors)
+        tmp.replace(self.path)
+        self.added = 0
+
+    async def check(self) -> None:
+        return None
+
+    async def aclose(self) -> None:
+        return None
 
 
 # --- bulk loading (superuser: bypasses RLS) and the HNSW index --------------------------------

@@ -1,7 +1,7 @@
 """Ingestion throughput in chunks/s, stage by stage, on NFCorpus documents.
 
     .venv/bin/python bench/ingest_bench.py [--docs 1000] [--embed-texts 512] [--e2e-docs 300]
-                                           [--concurrency 4]
+                                           [--batch 100] [--concurrency 2]
                                            [--skip-embed] [--skip-e2e] [--database-url URL]
 
 Stages, each on the first ``--docs`` NFCorpus documents (plain text, "title\\n\\ntext"):
@@ -13,12 +13,14 @@ Stages, each on the first ``--docs`` NFCorpus documents (plain text, "title\\n\\
     ``SentenceTransformer.encode`` on the same texts, same batch size, interleaved in blocks of
     256 (order alternating) so machine load hits both alike; plus the share of padding in the
     model's batches either way (deterministic).
-(c) store: the full ``ingest_document`` with an embedder that only looks vectors up (computed
-    before the clock starts), so it measures parse + chunk + DB write; then with the chunks
-    pre-chunked and pre-embedded (``DocumentInput.chunks``), which leaves only the DB write;
-    both one document at a time (as /documents/batch does) and ``--concurrency`` at once.
-(d) end to end: ``ingest_document`` with the real local model, one document at a time, on
-    the first ``--e2e-docs`` documents.
+(c) store: ``ingest_documents`` with an embedder that only looks the chunks' real MiniLM vectors
+    up (from the disk cache the search bench shares, filled before the clock starts), so it
+    measures parse + chunk + DB write; then with the chunks pre-chunked and pre-embedded
+    (``DocumentInput.chunks``), which leaves only the DB write. One document per call, then
+    ``--batch`` per call (as /documents/batch and ``rag ingest`` send them), one call at a
+    time and ``--concurrency`` at once; and, as a ceiling, the same rows in one binary COPY.
+(d) end to end: ``ingest_documents`` with the real local model, ``--batch`` documents per
+    call, on the first ``--e2e-docs`` documents.
 
 Throughput figures are chunks/s; the database is a throwaway embedded PostgreSQL 18 +
 pgvector with the migrations applied, written to as the runtime role (RLS on).
@@ -38,6 +40,7 @@ from typing import Any
 import numpy as np
 from harness import (
     BenchDatabase,
+    CachingEmbedder,
     CorpusDoc,
     PreparedDoc,
     bench_database,
@@ -52,12 +55,14 @@ from harness import (
     quantile,
     read_corpus,
     server_settings,
+    vector_cache_path,
     write_json,
 )
 
 from app.embeddings.local import LocalEmbedder
+from app.errors import AppError
 from app.ingest.chunking import Chunker
-from app.ingest.documents import DocumentInput, PrecomputedChunk, ingest_document
+from app.ingest.documents import DocumentInput, PrecomputedChunk, ingest_documents
 from app.ingest.parsing import SourceType, parse_text
 from app.resources import build_chunker
 
@@ -65,38 +70,33 @@ EMBED_BLOCK = 256  # texts per interleaved block in (b)
 
 
 class LookupEmbedder:
-    """Vectors looked up by text (filled before timing): embedding costs ~nothing."""
+    """Vectors looked up by text (filled before timing, from the real model through the disk
+    cache): embedding costs ~nothing, and the HNSW index sees the vectors it would in use."""
 
-    def __init__(self, dimensions: int, model_id: str = "bench:lookup") -> None:
+    def __init__(self, dimensions: int, model_id: str) -> None:
         self.model_id = model_id
         self.dimensions = dimensions
         self.query_prefix = ""
         self.passage_prefix = ""
         self.vectors: dict[str, list[float]] = {}
 
-    def add(self, texts: Sequence[str]) -> None:
-        for text in texts:
-            if text not in self.vectors:
-                self.vectors[text] = hash_vector(text, self.dimensions)
+    async def add(self, texts: Sequence[str], source: CachingEmbedder) -> None:
+        missing = [t for t in dict.fromkeys(texts) if t not in self.vectors]
+        for text, vector in zip(missing, await source.embed_documents(missing), strict=True):
+            self.vectors[text] = vector
+        source.save()
 
     async def embed_query(self, text: str) -> list[float]:
-        return self.vectors.get(text) or hash_vector(text, self.dimensions)
+        return self.vectors[text]
 
     async def embed_documents(self, texts: Sequence[str]) -> list[list[float]]:
-        return [self.vectors.get(t) or hash_vector(t, self.dimensions) for t in texts]
+        return [self.vectors[t] for t in texts]
 
     async def check(self) -> None:
         return None
 
     async def aclose(self) -> None:
         return None
-
-
-def hash_vector(text: str, dimensions: int) -> list[float]:
-    seed = int.from_bytes(hashlib.sha256(text.encode()).digest()[:8], "big")
-    vector = np.random.default_rng(seed).normal(size=dimensions)
-    unit: list[float] = (vector / np.linalg.norm(vector)).tolist()
-    return unit
 
 
 # --- (a) parse + chunk ----------------------------------------------------------------------
@@ -220,42 +220,45 @@ async def ingest_stage(
     *,
     tenant_id: str,
     concurrency: int,
+    batch: int,
 ) -> dict[str, Any]:
+    """`ingest_documents` on `batch` documents per call (what /documents/batch and `rag
+    ingest` do), `concurrency` calls at once."""
     await create_tenants(db.sessions, [tenant_id])
-    per_doc_ms: list[float] = []
+    per_call_ms: list[float] = []
     chunks = 0
     queue = list(reversed(inputs))
 
-    async def worker_once() -> None:
+    async def call() -> None:
         nonlocal chunks
-        document = queue.pop()
+        documents = [queue.pop() for _ in range(min(batch, len(queue)))]
         began = time.perf_counter()
-        result = await ingest_document(
-            db.sessions, embedder, chunker=chunker, tenant_id=tenant_id, document=document
+        outcomes = await ingest_documents(
+            db.sessions, embedder, chunker=chunker, tenant_id=tenant_id, documents=documents
         )
-        per_doc_ms.append((time.perf_counter() - began) * 1000)
-        chunks += result.chunks
+        per_call_ms.append((time.perf_counter() - began) * 1000)
+        for outcome in outcomes:
+            if isinstance(outcome, AppError):
+                raise outcome
+            chunks += outcome.chunks
 
     async def worker() -> None:
         while queue:
-            await worker_once()
+            await call()
 
     started = time.perf_counter()
-    if concurrency > 1:
-        # The first document alone: concurrent first ingests of a tenant race on creating its
-        # collection (app/ingest/store.py collection_id returns no row; see docs/BENCHMARKS.md).
-        await worker_once()
     await asyncio.gather(*(worker() for _ in range(concurrency)))
     elapsed = time.perf_counter() - started
     return {
         "docs": len(inputs),
         "chunks": chunks,
+        "batch": batch,
         "concurrency": concurrency,
         "seconds": round(elapsed, 2),
         "chunks_per_s": round(chunks / elapsed, 1),
         "docs_per_s": round(len(inputs) / elapsed, 1),
-        "per_doc_ms_p50": round(quantile(per_doc_ms, 0.5), 2),
-        "per_doc_ms_p95": round(quantile(per_doc_ms, 0.95), 2),
+        "per_call_ms_p50": round(quantile(per_call_ms, 0.5), 2),
+        "per_call_ms_p95": round(quantile(per_call_ms, 0.95), 2),
     }
 
 
@@ -332,8 +335,9 @@ async def copy_stage(
         "seconds": round(elapsed, 2),
         "chunks_per_s": round(len(chunks) / elapsed, 1),
         "docs_per_s": round(len(documents) / elapsed, 1),
-        "per_doc_ms_p50": "",
-        "per_doc_ms_p95": "",
+        "batch": len(documents),
+        "per_call_ms_p50": "",
+        "per_call_ms_p95": "",
     }
 
 
@@ -356,30 +360,27 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
             sample = texts[: args.embed_texts]
             log(f"(b) embed {len(sample)} chunks, ours vs raw encode")
             results["embed"] = await embed_stage(embedder, sample)
-        lookup = LookupEmbedder(embedder.dimensions)
-        lookup.add(texts)
+        log("(c) the chunks' real vectors (disk cache, the model fills what is missing)")
+        lookup = LookupEmbedder(embedder.dimensions, embedder.model_id)
+        await lookup.add(texts, CachingEmbedder(embedder, vector_cache_path(embedder.model_id)))
         stores: list[dict[str, Any]] = []
-        for concurrency in sorted({1, args.concurrency}):
-            log(f"(c) store via ingest_document, lookup embedder, concurrency {concurrency}")
-            row = await ingest_stage(
-                db,
-                lookup,
-                chunker,
-                [corpus_input(d) for d in docs],
-                tenant_id=f"ingest-c-{concurrency}",
-                concurrency=concurrency,
-            )
-            stores.append({"path": "parse + chunk + DB write", **row})
-            log(f"(c) DB write only (pre-chunked, pre-embedded), concurrency {concurrency}")
-            row = await ingest_stage(
-                db,
-                lookup,
-                chunker,
-                precomputed_inputs(prepared, lookup),
-                tenant_id=f"ingest-w-{concurrency}",
-                concurrency=concurrency,
-            )
-            stores.append({"path": "DB write only", **row})
+        shapes = sorted({(1, 1), (args.batch, 1), (args.batch, args.concurrency)})
+        for batch, concurrency in shapes:
+            for path, inputs in (
+                ("parse + chunk + DB write", [corpus_input(d) for d in docs]),
+                ("DB write only", precomputed_inputs(prepared, lookup)),
+            ):
+                log(f"(c) {path}: {batch} documents per call, {concurrency} at once")
+                row = await ingest_stage(
+                    db,
+                    lookup,
+                    chunker,
+                    inputs,
+                    tenant_id=f"ingest-{len(stores)}",
+                    concurrency=concurrency,
+                    batch=batch,
+                )
+                stores.append({"path": path, **row})
         log("(c) reference: one binary COPY of the same rows, one transaction")
         stores.append(
             {
@@ -398,6 +399,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
                 [corpus_input(d) for d in e2e_docs],
                 tenant_id="ingest-e2e",
                 concurrency=1,
+                batch=args.batch,
             )
     return results
 
@@ -435,34 +437,35 @@ def report(results: dict[str, Any]) -> None:
     for store in results["store"]:
         rows.append(
             [
-                f"(c) {store['path']}, x{store['concurrency']}",
+                f"(c) {store['path']}, {store['batch']}/call x{store['concurrency']}",
                 store["chunks"],
                 store["chunks_per_s"],
-                store["per_doc_ms_p50"],
-                store["per_doc_ms_p95"],
+                store["per_call_ms_p50"],
+                store["per_call_ms_p95"],
             ]
         )
     if e2e := results.get("end_to_end"):
         rows.append(
             [
-                "(d) end to end (local model)",
+                f"(d) end to end (local model), {e2e['batch']}/call",
                 e2e["chunks"],
                 e2e["chunks_per_s"],
-                e2e["per_doc_ms_p50"],
-                e2e["per_doc_ms_p95"],
+                e2e["per_call_ms_p50"],
+                e2e["per_call_ms_p95"],
             ]
         )
     print_table(
         f"ingestion, NFCorpus, {results['docs']} documents",
-        ["stage", "chunks", "chunks/s", "doc P50 ms", "doc P95 ms"],
+        ["stage", "chunks", "chunks/s", "call P50 ms", "call P95 ms"],
         rows,
     )
     if emb:
         print(  # noqa: T201
             f"embed: ours/raw throughput {emb['ours_over_raw_throughput']:.3f} "
             f"(median per-block {emb['median_block_ratio']:.3f}, 1.0 = same speed); padded "
-            f"positions {emb.get('padding_share_input_order')} in input order vs "
-            f"{emb.get('padding_share_length_sorted')} sorted by length\n"
+            f"positions {emb.get('padding_share_length_sorted')} as embed_documents cuts "
+            f"sub-batches (sorted by length) vs {emb.get('padding_share_input_order')} "
+            "in input order\n"
         )
 
 
@@ -471,7 +474,8 @@ def main() -> None:
     parser.add_argument("--docs", type=int, default=1000)
     parser.add_argument("--embed-texts", type=int, default=512, help="(b) on the first N chunks")
     parser.add_argument("--e2e-docs", type=int, default=300, help="(d) on the first N docs")
-    parser.add_argument("--concurrency", type=int, default=4)
+    parser.add_argument("--batch", type=int, default=100, help="(c), (d) documents per call")
+    parser.add_argument("--concurrency", type=int, default=2)
     parser.add_argument("--skip-embed", action="store_true")
     parser.add_argument("--skip-e2e", action="store_true")
     parser.add_argument("--database-url", help="a superuser URL instead of the embedded server")

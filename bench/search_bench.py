@@ -46,7 +46,6 @@ import uuid
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass
-from pathlib import Path
 from typing import Any
 
 import httpx
@@ -57,6 +56,7 @@ from harness import (
     RESULTS,
     ROOT,
     BenchDatabase,
+    CachingEmbedder,
     PreparedDoc,
     bench_database,
     connect_loader,
@@ -71,6 +71,7 @@ from harness import (
     read_qrels,
     read_queries,
     server_settings,
+    vector_cache_path,
     write_json,
 )
 from sqlalchemy import event, text
@@ -86,71 +87,6 @@ from app.retrieval import SearchMode, SearchRequest, fuse, search
 TOP_K = 10
 DESIGN_NDCG = {"vector": 0.300, "keyword": 0.307, "hybrid": 0.329}
 CLASSES = ("50%", "10%", "0.1%")
-
-
-# --- embeddings with a disk cache -----------------------------------------------------------
-
-
-class CachingEmbedder:
-    """The local model behind a disk cache keyed by sha256(kind, model, text): the same
-    vectors the model gives, without recomputing them on every run."""
-
-    def __init__(self, inner: LocalEmbedder, path: Path) -> None:
-        self.inner = inner
-        self.path = path
-        self.model_id = inner.model_id
-        self.dimensions = inner.dimensions
-        self.query_prefix = inner.query_prefix
-        self.passage_prefix = inner.passage_prefix
-        self.vectors: dict[str, np.ndarray] = {}
-        self.added = 0
-        if path.exists():
-            data = np.load(path)
-            self.vectors = dict(zip(data["keys"].tolist(), data["vectors"], strict=True))
-
-    def key(self, kind: str, text: str) -> str:
-        return hashlib.sha256(f"{kind}\0{self.model_id}\0{text}".encode()).hexdigest()
-
-    async def embed_query(self, text: str) -> list[float]:
-        key = self.key("q", text)
-        if key not in self.vectors:
-            self.vectors[key] = np.asarray(await self.inner.embed_query(text), dtype=np.float32)
-            self.added += 1
-        result: list[float] = self.vectors[key].tolist()
-        return result
-
-    async def embed_documents(self, texts: Sequence[str]) -> list[list[float]]:
-        keys = [self.key("d", t) for t in texts]
-        missing = list(
-            {k: t for k, t in zip(keys, texts, strict=True) if k not in self.vectors}.items()
-        )
-        for start in range(0, len(missing), 512):
-            part = missing[start : start + 512]
-            fresh = await self.inner.embed_documents([t for _, t in part])
-            for (k, _), v in zip(part, fresh, strict=True):
-                self.vectors[k] = np.asarray(v, dtype=np.float32)
-            self.added += len(part)
-            if len(missing) > 512:
-                log(f"  embedded {min(start + 512, len(missing))}/{len(missing)} chunks")
-                self.save()
-        return [self.vectors[k].tolist() for k in keys]
-
-    def save(self) -> None:
-        if not self.added:
-            return
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        keys = np.array(list(self.vectors))
-        vectors = np.stack(list(self.vectors.values())).astype(np.float32)
-        tmp = self.path.with_suffix(".tmp.npz")
-        np.savez(tmp, keys=keys, vectors=vectors)
-        tmp.replace(self.path)
-        self.added = 0
-
-    async def check(self) -> None:
-        return None
-
-    async def aclose(self) -> None:
-        return None
 
 
 class StubEmbedder:
@@ -907,9 +843,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
         log("loading the local model")
         local = LocalEmbedder.load(db.settings)
         chunker = build_chunker(db.settings, local)
-        embedder = CachingEmbedder(
-            local, RESULTS / f"embeddings-{local.model_id.replace(':', '_').replace('/', '_')}.npz"
-        )
+        embedder = CachingEmbedder(local, vector_cache_path(local.model_id))
         corpus = cached_corpus(
             chunker,
             local,

@@ -23,6 +23,7 @@ class WordHashEmbedder:
         self.query_prefix = ""
         self.passage_prefix = ""
         self.documents_embedded = 0
+        self.document_calls = 0
 
     def vector(self, text: str) -> list[float]:
         total = np.zeros(self.dimensions)
@@ -40,6 +41,7 @@ class WordHashEmbedder:
 
     async def embed_documents(self, texts: Sequence[str]) -> list[list[float]]:
         self.documents_embedded += len(texts)
+        self.document_calls += 1
         return [self.vector(text) for text in texts]
 
     async def check(self) -> None:

@@ -28,7 +28,7 @@ from app.api.documents_models import (
 from app.db.tenancy import tenant_transaction
 from app.errors import AppError, PayloadTooLarge, Unprocessable
 from app.ingest.catalog import delete_document, get_document, list_documents
-from app.ingest.documents import DocumentInput, ingest_document
+from app.ingest.documents import DocumentInput, ingest_document, ingest_documents
 from app.ingest.parsing import sniff_source_type
 from app.ingest.store import DEFAULT_COLLECTION
 from app.resources import Resources
@@ -62,17 +62,25 @@ async def create_document(
 async def create_documents(
     body: BatchIn, caller: IngestCaller, resources: ResourcesDep
 ) -> BatchOut:
-    """Ingest several documents, each in its own transaction; failures are reported per item."""
+    """Ingest several documents together (one embedding call, one write transaction); each
+    document is still all-or-nothing, and failures are reported per item."""
     limit = resources.settings.batch_max_documents
     if len(body.documents) > limit:
         raise PayloadTooLarge(f"a batch holds at most {limit} documents (RAG_BATCH_MAX_DOCUMENTS)")
+    outcomes = await ingest_documents(
+        resources.sessions,
+        resources.embedder,
+        chunker=resources.chunker,
+        tenant_id=caller.tenant_id,
+        documents=[to_input(document) for document in body.documents],
+    )
     items: list[BatchItem] = []
-    for index, document in enumerate(body.documents):
-        try:
-            out = await _ingest(resources, caller.tenant_id, to_input(document))
+    for index, outcome in enumerate(outcomes):
+        if isinstance(outcome, AppError):
+            items.append(BatchItem(index=index, status=outcome.status, error=outcome.detail))
+        else:
+            out = IngestOut.from_result(outcome)
             items.append(BatchItem(index=index, status=201 if out.changed else 200, result=out))
-        except AppError as error:
-            items.append(BatchItem(index=index, status=error.status, error=error.detail))
     return BatchOut.of(items)
 
 

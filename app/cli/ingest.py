@@ -13,10 +13,12 @@ from rich.table import Table
 
 from app.cli.services import Services
 from app.errors import AppError, PayloadTooLarge, Unprocessable
-from app.ingest.documents import DocumentInput, ingest_document
+from app.ingest.documents import DocumentInput, ingest_documents
 from app.ingest.parsing import sniff_source_type
 
 SKIPPED_NAMES = {".git", ".venv", "node_modules", "__pycache__"}
+BATCH_FILES = 32  # files per call to the service
+BATCH_BYTES = 32 * 2**20  # or fewer, when they are this large together
 
 
 @dataclass(slots=True)
@@ -51,6 +53,8 @@ def collect(paths: Iterable[Path]) -> list[Path]:
 async def ingest_files(
     services: Services, files: list[Path], *, tenant_id: str, collection: str, console: Console
 ) -> Summary:
+    """Files go to the service in batches (one embedding call and one write transaction per
+    batch; each file still all-or-nothing)."""
     summary = Summary(files=len(files))
     columns = (
         TextColumn("{task.description}"),
@@ -58,25 +62,37 @@ async def ingest_files(
         MofNCompleteColumn(),
         TimeRemainingColumn(),
     )
+    batch: list[tuple[Path, DocumentInput]] = []
     with Progress(*columns, console=console, transient=True) as progress:
         task = progress.add_task("ingesting", total=len(files))
+
+        async def flush() -> None:
+            await _ingest_batch(services, batch, tenant_id=tenant_id, summary=summary)
+            progress.advance(task, len(batch))
+            batch.clear()
+
         for file in files:
             progress.update(task, description=file.name[:40])
             try:
-                await _ingest_one(
-                    services, file, tenant_id=tenant_id, collection=collection, summary=summary
-                )
+                batch.append((file, await _read(services, file, collection=collection)))
             except AppError as error:
                 summary.failed[str(file)] = error.detail
+                progress.advance(task)
             except OSError as error:
                 summary.failed[str(file)] = error.strerror or str(error)
-            progress.advance(task)
+                progress.advance(task)
+            if len(batch) >= BATCH_FILES or _size(batch) >= BATCH_BYTES:
+                await flush()
+        if batch:
+            await flush()
     return summary
 
 
-async def _ingest_one(
-    services: Services, file: Path, *, tenant_id: str, collection: str, summary: Summary
-) -> None:
+def _size(batch: list[tuple[Path, DocumentInput]]) -> int:
+    return sum(len(document.content) for _, document in batch)
+
+
+async def _read(services: Services, file: Path, *, collection: str) -> DocumentInput:
     limit = services.settings.upload_max_bytes
     path = anyio.Path(file)
     if (await path.stat()).st_size > limit:
@@ -84,7 +100,7 @@ async def _ingest_one(
     data = await path.read_bytes()
     if not data:
         raise Unprocessable("the file is empty")
-    document = DocumentInput(
+    return DocumentInput(
         content=data,
         source_type=sniff_source_type(data, filename=file.name, declared=None),
         external_id=str(file),
@@ -92,16 +108,29 @@ async def _ingest_one(
         source_url=file.as_uri(),
         metadata={"filename": file.name},
     )
-    result = await ingest_document(
+
+
+async def _ingest_batch(
+    services: Services,
+    batch: list[tuple[Path, DocumentInput]],
+    *,
+    tenant_id: str,
+    summary: Summary,
+) -> None:
+    outcomes = await ingest_documents(
         services.sessions,
         services.embedder,
         chunker=services.chunker,
         tenant_id=tenant_id,
-        document=document,
+        documents=[document for _, document in batch],
     )
-    summary.chunks += result.chunks
-    summary.embedded += result.embedded
-    summary.unchanged += result.unchanged
+    for (file, _), outcome in zip(batch, outcomes, strict=True):
+        if isinstance(outcome, AppError):
+            summary.failed[str(file)] = outcome.detail
+        else:
+            summary.chunks += outcome.chunks
+            summary.embedded += outcome.embedded
+            summary.unchanged += outcome.unchanged
 
 
 def summary_table(summary: Summary) -> Table:

@@ -134,14 +134,20 @@ class LocalEmbedder:
         return vector
 
     async def embed_documents(self, texts: Sequence[str]) -> list[list[float]]:
+        """Sub-batches of texts of similar length (longest first), so a batch pads little;
+        vectors come back in the order of `texts`."""
         self._ensure_open()
         prefixed = with_prefix(self._passage_prefix, texts)
-        vectors: list[list[float]] = []
-        for start in range(0, len(prefixed), self.batch_size):
-            batch = prefixed[start : start + self.batch_size]
-            vectors += await anyio.to_thread.run_sync(
+        order = sorted(range(len(prefixed)), key=lambda i: -len(prefixed[i]))
+        vectors: list[list[float]] = [[] for _ in prefixed]
+        for start in range(0, len(order), self.batch_size):
+            picked = order[start : start + self.batch_size]
+            batch = [prefixed[i] for i in picked]
+            encoded = await anyio.to_thread.run_sync(
                 self.encode_blocking, batch, limiter=self._document_lane
             )
+            for i, vector in zip(picked, encoded, strict=True):
+                vectors[i] = vector
         return vectors
 
     async def check(self) -> None:

@@ -1,10 +1,17 @@
-"""Ingest one document: parse, chunk, embed what changed, store it in one transaction.
+"""Ingest documents: parse, chunk, embed what changed, store each new version whole.
 
 Idempotent by (collection, external_id). A chunk is embedded again only when the text that
 is embedded (contextual header included) or the model changed; a document whose content
-hash and model are unchanged is not written at all. Every failure (parser, embedder,
-database) happens before or inside the single write transaction, so the previous version
-stays as it was and no partial new version is ever visible.
+hash and model are unchanged is not written at all.
+
+A batch is worked as a batch: parsing and chunking in one worker-thread call, one query for
+what the documents hold now, one embedding call for every new text (the embedder cuts it into
+sub-batches of similar length), and one write transaction holding a few multi-row statements.
+Each document is still all-or-nothing: every failure (parser, embedder, database) happens
+before or inside the write transaction, so the previous version stays as it was and no
+partial new version is ever visible. When the database refuses one document of a batch
+(a constraint, a value it cannot store), the transaction is rolled back and the documents
+are written one transaction each, so only that document fails.
 """
 
 from __future__ import annotations
@@ -17,19 +24,23 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import anyio
+from sqlalchemy.exc import DBAPIError
 
 from app.db.tenancy import SessionMaker, tenant_transaction
 from app.embeddings import Embedder
-from app.errors import Unprocessable
+from app.errors import AppError, Unprocessable
 from app.ingest.chunking import ChunkDraft, Chunker, embedded_text
 from app.ingest.parsing import ParsedDocument, SourceType, parse_bytes, parse_text
 from app.ingest.store import (
     DEFAULT_COLLECTION,
+    DocumentKey,
     DocumentRow,
+    NewVersion,
     StoredVersion,
+    Written,
     reusable_vectors,
-    stored_version,
-    write_version,
+    stored_versions,
+    write_versions,
 )
 
 TITLE_FALLBACK_CHARS = 80
@@ -83,6 +94,21 @@ def sha256(data: str | bytes) -> str:
     return hashlib.sha256(data.encode() if isinstance(data, str) else data).hexdigest()
 
 
+@dataclass(frozen=True, slots=True)
+class _Pending:
+    """A document on its way through a batch."""
+
+    index: int  # in the caller's list
+    document: DocumentInput
+    prepared: _Prepared
+    external_id: str
+    content_hash: str
+
+    @property
+    def key(self) -> DocumentKey:
+        return (self.document.collection, self.external_id)
+
+
 async def ingest_document(
     sessions: SessionMaker,
     embedder: Embedder,
@@ -91,53 +117,200 @@ async def ingest_document(
     tenant_id: str,
     document: DocumentInput,
 ) -> IngestResult:
-    _check_precomputed(document, embedder)
-    prepared = await anyio.to_thread.run_sync(_prepare, document, chunker)
-    external_id = document.external_id or sha256(document.content)
-    content_hash = sha256(_fingerprint(document, prepared.title, embedder.model_id))
+    """Ingest one document; its failure is raised."""
+    [outcome] = await ingest_documents(
+        sessions, embedder, chunker=chunker, tenant_id=tenant_id, documents=[document]
+    )
+    if isinstance(outcome, AppError):
+        raise outcome
+    return outcome
+
+
+async def ingest_documents(
+    sessions: SessionMaker,
+    embedder: Embedder,
+    *,
+    chunker: Chunker,
+    tenant_id: str,
+    documents: Sequence[DocumentInput],
+) -> list[IngestResult | AppError]:
+    """Ingest a batch; one outcome per document, in order: its result or why it failed.
+
+    The same (collection, external_id) twice in a batch is applied in order, as if the
+    documents had come one after the other."""
+    outcomes: list[IngestResult | AppError | None] = [None] * len(documents)
+    prepared = await anyio.to_thread.run_sync(_prepare_all, documents, chunker, embedder)
+    pending: list[_Pending] = []
+    for index, (document, ready) in enumerate(zip(documents, prepared, strict=True)):
+        if isinstance(ready, AppError):
+            outcomes[index] = ready
+            continue
+        external_id = document.external_id or sha256(document.content)
+        content_hash = sha256(_fingerprint(document, ready.title, embedder.model_id))
+        pending.append(_Pending(index, document, ready, external_id, content_hash))
+    for round_ in _rounds(pending):
+        for item, outcome in await _ingest_round(sessions, embedder, tenant_id, round_):
+            outcomes[item.index] = outcome
+    return [outcome for outcome in outcomes if outcome is not None]
+
+
+def _rounds(pending: list[_Pending]) -> list[list[_Pending]]:
+    """Split so that no round holds a document key twice; later copies go to later rounds."""
+    rounds: list[list[_Pending]] = []
+    seen: dict[DocumentKey, int] = {}
+    for item in pending:
+        level = seen.get(item.key, -1) + 1
+        seen[item.key] = level
+        if level == len(rounds):
+            rounds.append([])
+        rounds[level].append(item)
+    return rounds
+
+
+async def _ingest_round(
+    sessions: SessionMaker, embedder: Embedder, tenant_id: str, items: list[_Pending]
+) -> list[tuple[_Pending, IngestResult | AppError]]:
+    model_id = embedder.model_id
     async with tenant_transaction(sessions, tenant_id) as session:
-        previous = await stored_version(
-            session, collection=document.collection, external_id=external_id
+        previous = await stored_versions(session, [item.key for item in items])
+        changed = [item for item in items if not _is_unchanged(item, previous, model_id)]
+        known = await reusable_vectors(
+            session,
+            [previous[i.key].document_id for i in changed if i.key in previous],
+            model_id=model_id,
+            hashes={h for i in changed if i.document.chunks is None for h in i.prepared.hashes},
         )
-        if (
-            previous
-            and previous.content_hash == content_hash
-            and previous.models <= {embedder.model_id}
-        ):
-            return _unchanged(previous, document, prepared, external_id)
-        known = {}
-        if previous and document.chunks is None:
-            known = await reusable_vectors(
-                session, previous.document_id, model_id=embedder.model_id, hashes=prepared.hashes
-            )
-    vectors, embedded = await _vectors(embedder, document, prepared, known)
+    done: list[tuple[_Pending, IngestResult | AppError]] = [
+        (item, _unchanged(previous[item.key], item))
+        for item in items
+        if _is_unchanged(item, previous, model_id)
+    ]
+    fresh, failure = await _embed_missing(embedder, changed, known)
+    ready = []
+    for item in changed:
+        if failure is not None and _needs_embedding(item, known):
+            done.append((item, failure))
+        else:
+            ready.append(item)
+    versions = [_new_version(item, {**known, **fresh}, model_id) for item in ready]
+    for item, outcome in await _write(sessions, tenant_id, ready, versions):
+        done.append(
+            (item, _result(item, outcome, known) if isinstance(outcome, Written) else outcome)
+        )
+    return done
+
+
+def _is_unchanged(item: _Pending, previous: dict[DocumentKey, StoredVersion], model: str) -> bool:
+    stored = previous.get(item.key)
+    return (
+        stored is not None and stored.content_hash == item.content_hash and stored.models <= {model}
+    )
+
+
+def _needs_embedding(item: _Pending, known: dict[str, list[float]]) -> bool:
+    return item.document.chunks is None and any(h not in known for h in item.prepared.hashes)
+
+
+async def _embed_missing(
+    embedder: Embedder, items: list[_Pending], known: dict[str, list[float]]
+) -> tuple[dict[str, list[float]], AppError | None]:
+    """One embedding call for every text of the round that has no vector yet (each distinct
+    text once); an embedder failure fails the documents that needed it, not the others."""
+    text_of: dict[str, str] = {}
+    for item in items:
+        if item.document.chunks is None:
+            for text_hash, text in zip(item.prepared.hashes, item.prepared.texts, strict=True):
+                if text_hash not in known:
+                    text_of.setdefault(text_hash, text)
+    if not text_of:
+        return {}, None
+    try:
+        vectors = await embedder.embed_documents(list(text_of.values()))
+    except AppError as error:
+        return {}, error
+    return dict(zip(text_of, vectors, strict=True)), None
+
+
+def _new_version(item: _Pending, vectors: dict[str, list[float]], model_id: str) -> NewVersion:
+    document, prepared = item.document, item.prepared
+    if document.chunks is not None:
+        chosen = [list(chunk.embedding) for chunk in document.chunks]
+    else:
+        chosen = [vectors[h] for h in prepared.hashes]
     rows = [
-        _chunk_row(draft, vector, text_hash, model_id=embedder.model_id, metadata=document.metadata)
-        for draft, vector, text_hash in zip(prepared.drafts, vectors, prepared.hashes, strict=True)
+        _chunk_row(draft, vector, text_hash, model_id=model_id, metadata=document.metadata)
+        for draft, vector, text_hash in zip(prepared.drafts, chosen, prepared.hashes, strict=True)
     ]
     row = DocumentRow(
-        tenant_id=tenant_id,
         collection=document.collection,
-        external_id=external_id,
+        external_id=item.external_id,
         title=prepared.title,
         source_type=document.source_type.value,
         source_url=document.source_url,
         metadata=document.metadata,
-        content_hash=content_hash,
+        content_hash=item.content_hash,
     )
-    async with tenant_transaction(sessions, tenant_id) as session:
-        document_id, created = await write_version(session, row, rows)
-    return IngestResult(
-        document_id=document_id,
-        external_id=external_id,
-        collection=document.collection,
-        title=prepared.title,
-        chunks=len(rows),
-        embedded=embedded,
-        unchanged=len(rows) - embedded,
-        created=created,
-        changed=True,
-    )
+    return NewVersion(row, rows)
+
+
+async def _write(
+    sessions: SessionMaker, tenant_id: str, items: list[_Pending], versions: list[NewVersion]
+) -> list[tuple[_Pending, Written | AppError]]:
+    """All in one transaction; if the database refuses any of them, each in its own."""
+    if not versions:
+        return []
+    try:
+        async with tenant_transaction(sessions, tenant_id) as session:
+            written = await write_versions(session, tenant_id, versions)
+        return list(zip(items, written, strict=True))
+    except DBAPIError as error:
+        if not _refused_by_content(error):
+            raise
+        if len(versions) == 1:
+            return [(items[0], _refusal(error))]
+    return [
+        (item, await _write_alone(sessions, tenant_id, version))
+        for item, version in zip(items, versions, strict=True)
+    ]
+
+
+async def _write_alone(
+    sessions: SessionMaker, tenant_id: str, version: NewVersion
+) -> Written | AppError:
+    try:
+        async with tenant_transaction(sessions, tenant_id) as session:
+            [written] = await write_versions(session, tenant_id, [version])
+    except DBAPIError as error:
+        if not _refused_by_content(error):
+            raise
+        return _refusal(error)
+    return written
+
+
+def _refused_by_content(error: DBAPIError) -> bool:
+    """SQLSTATE class 22 (data exception) or 23 (integrity constraint): the document's values
+    are the cause. Anything else (a lost connection, a timeout) is the database's problem."""
+    sqlstate = getattr(error.orig, "sqlstate", None) or ""
+    return sqlstate[:2] in {"22", "23"}
+
+
+def _refusal(error: DBAPIError) -> AppError:
+    reason = str(error.orig).strip().splitlines()[0]
+    return Unprocessable(f"the database refused the document: {reason}")
+
+
+def _prepare_all(
+    documents: Sequence[DocumentInput], chunker: Chunker, embedder: Embedder
+) -> list[_Prepared | AppError]:
+    """Check, parse and chunk every document (CPU-bound: runs in a worker thread)."""
+    out: list[_Prepared | AppError] = []
+    for document in documents:
+        try:
+            _check_precomputed(document, embedder)
+            out.append(_prepare(document, chunker))
+        except AppError as error:
+            out.append(error)
+    return out
 
 
 def _check_precomputed(document: DocumentInput, embedder: Embedder) -> None:
@@ -211,23 +384,6 @@ def _fingerprint(document: DocumentInput, title: str, model_id: str) -> str:
     )
 
 
-async def _vectors(
-    embedder: Embedder,
-    document: DocumentInput,
-    prepared: _Prepared,
-    known: dict[str, list[float]],
-) -> tuple[list[list[float]], int]:
-    """A vector per draft: the caller's, a stored one for the same text and model, or new."""
-    if document.chunks is not None:
-        return [list(chunk.embedding) for chunk in document.chunks], 0
-    missing = sorted({h for h in prepared.hashes if h not in known})
-    text_of = dict(zip(prepared.hashes, prepared.texts, strict=True))
-    fresh = await embedder.embed_documents([text_of[h] for h in missing]) if missing else []
-    by_hash = {**known, **dict(zip(missing, fresh, strict=True))}
-    embedded = sum(1 for h in prepared.hashes if h not in known)
-    return [by_hash[h] for h in prepared.hashes], embedded
-
-
 def _chunk_row(
     draft: ChunkDraft,
     vector: list[float],
@@ -250,17 +406,33 @@ def _chunk_row(
     }
 
 
-def _unchanged(
-    previous: StoredVersion, document: DocumentInput, prepared: _Prepared, external_id: str
-) -> IngestResult:
+def _unchanged(previous: StoredVersion, item: _Pending) -> IngestResult:
     return IngestResult(
         document_id=previous.document_id,
-        external_id=external_id,
-        collection=document.collection,
-        title=prepared.title,
+        external_id=item.external_id,
+        collection=item.document.collection,
+        title=item.prepared.title,
         chunks=previous.chunk_count,
         embedded=0,
         unchanged=previous.chunk_count,
         created=False,
         changed=False,
+    )
+
+
+def _result(item: _Pending, written: Written, known: dict[str, list[float]]) -> IngestResult:
+    chunks = len(item.prepared.drafts)
+    embedded = 0
+    if item.document.chunks is None:
+        embedded = sum(1 for h in item.prepared.hashes if h not in known)
+    return IngestResult(
+        document_id=written.document_id,
+        external_id=item.external_id,
+        collection=item.document.collection,
+        title=item.prepared.title,
+        chunks=chunks,
+        embedded=embedded,
+        unchanged=chunks - embedded,
+        created=written.created,
+        changed=True,
     )

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import Table, delete, distinct, func, insert, literal_column, select
+from sqlalchemy import Table, delete, distinct, func, insert, literal_column, select, tuple_
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.ext.asyncio import AsyncSession
 
@@ -31,7 +31,6 @@ class StoredVersion:
 
 @dataclass(frozen=True, slots=True)
 class DocumentRow:
-    tenant_id: str
     collection: str
     external_id: str
     title: str
@@ -41,32 +40,53 @@ class DocumentRow:
     content_hash: str
 
 
-async def stored_version(
-    session: AsyncSession, *, collection: str, external_id: str
-) -> StoredVersion | None:
+DocumentKey = tuple[str, str]  # (collection name, external id)
+
+
+async def stored_versions(
+    session: AsyncSession, keys: Collection_[DocumentKey]
+) -> dict[DocumentKey, StoredVersion]:
+    """The stored version of each of these documents that exists, in one query."""
+    if not keys:
+        return {}
     models = (
         select(func.array_agg(distinct(Chunk.embedding_model)))
         .where(Chunk.document_id == Document.id)
         .scalar_subquery()
     )
     stmt = (
-        select(Document.id, Document.content_hash, Document.chunk_count, models)
+        select(
+            Collection.name,
+            Document.external_id,
+            Document.id,
+            Document.content_hash,
+            Document.chunk_count,
+            models,
+        )
         .join(Collection, Collection.id == Document.collection_id)
-        .where(Collection.name == collection, Document.external_id == external_id)
+        .where(tuple_(Collection.name, Document.external_id).in_(list(keys)))
     )
-    row = (await session.execute(stmt)).one_or_none()
-    if row is None:
-        return None
-    document_id, content_hash, chunk_count, found = row
-    return StoredVersion(document_id, content_hash, chunk_count, frozenset(found or ()))
+    return {
+        (name, external_id): StoredVersion(document_id, content_hash, count, frozenset(found or ()))
+        for name, external_id, document_id, content_hash, count, found in await session.execute(
+            stmt
+        )
+    }
 
 
 async def reusable_vectors(
-    session: AsyncSession, document_id: uuid.UUID, *, model_id: str, hashes: Collection_[str]
+    session: AsyncSession,
+    document_ids: Collection_[uuid.UUID],
+    *,
+    model_id: str,
+    hashes: Collection_[str],
 ) -> dict[str, list[float]]:
-    """Stored vectors of the document for these embedded-text hashes, made by `model_id`."""
+    """Stored vectors of these documents for these embedded-text hashes, made by `model_id`:
+    the same embedded text under the same model needs no new vector."""
+    if not document_ids or not hashes:
+        return {}
     stmt = select(Chunk.embedded_text_hash, Chunk.embedding).where(
-        Chunk.document_id == document_id,
+        Chunk.document_id.in_(list(document_ids)),
         Chunk.embedding_model == model_id,
         Chunk.embedded_text_hash.in_(list(hashes)),
     )
@@ -93,39 +113,84 @@ async def collection_id(session: AsyncSession, *, tenant_id: str, name: str) -> 
     return found
 
 
-async def write_version(
-    session: AsyncSession, row: DocumentRow, chunks: Sequence[dict[str, Any]]
-) -> tuple[uuid.UUID, bool]:
-    """Upsert the document, replace its chunks; returns (document id, created)."""
-    coll_id = await collection_id(session, tenant_id=row.tenant_id, name=row.collection)
-    values = {
-        "title": row.title,
-        "source_type": row.source_type,
-        "source_url": row.source_url,
-        "metadata_": row.metadata,
-        "content_hash": row.content_hash,
-        "chunk_count": len(chunks),
+@dataclass(frozen=True, slots=True)
+class NewVersion:
+    document: DocumentRow
+    chunks: Sequence[dict[str, Any]]  # column values; ids of tenant, document, collection added
+
+
+@dataclass(frozen=True, slots=True)
+class Written:
+    document_id: uuid.UUID
+    created: bool
+
+
+async def write_versions(
+    session: AsyncSession, tenant_id: str, versions: Sequence[NewVersion]
+) -> list[Written]:
+    """Upsert the documents and replace their chunks, in a few statements whatever their
+    number: one upsert of all documents, one delete of the chunks they had, multi-row inserts
+    of the new chunks. (collection, external_id) must be unique among `versions`."""
+    if not versions:
+        return []
+    collections = {
+        name: await collection_id(session, tenant_id=tenant_id, name=name)
+        for name in sorted({v.document.collection for v in versions})
     }
-    stmt = pg_insert(Document).values(
-        id=uuid.uuid4(),
-        tenant_id=row.tenant_id,
-        collection_id=coll_id,
-        external_id=row.external_id,
-        **values,
-    )
-    table = Document.__table__
-    changed = ("title", "source_type", "source_url", "metadata", "content_hash", "chunk_count")
-    upsert: Any = stmt.on_conflict_do_update(
-        index_elements=[Document.tenant_id, Document.collection_id, Document.external_id],
-        set_={table.c[name]: stmt.excluded[name] for name in (*changed, "updated_at")},
-    ).returning(Document.id, literal_column("xmax = 0"))  # xmax 0: a fresh insert
-    document_id, created = (await session.execute(upsert)).one()
-    if not created:
-        await session.execute(delete(Chunk).where(Chunk.document_id == document_id))
+    upsert = _document_upsert(tenant_id, versions, collections)
+    written = {
+        (coll_id, external_id): Written(document_id, bool(created))
+        for document_id, coll_id, external_id, created in await session.execute(upsert)
+    }
+    by_version = [
+        written[(collections[v.document.collection], v.document.external_id)] for v in versions
+    ]
+    replaced = [w.document_id for w in by_version if not w.created]
+    if replaced:
+        await session.execute(delete(Chunk).where(Chunk.document_id.in_(replaced)))
     rows = [
-        {**chunk, "tenant_id": row.tenant_id, "document_id": document_id, "collection_id": coll_id}
-        for chunk in chunks
+        {
+            **chunk,
+            "tenant_id": tenant_id,
+            "document_id": w.document_id,
+            "collection_id": collections[v.document.collection],
+        }
+        for v, w in zip(versions, by_version, strict=True)
+        for chunk in v.chunks
     ]
     for start in range(0, len(rows), INSERT_BATCH):
         await session.execute(insert(CHUNKS), rows[start : start + INSERT_BATCH])
-    return document_id, bool(created)
+    return by_version
+
+
+def _document_upsert(
+    tenant_id: str, versions: Sequence[NewVersion], collections: dict[str, uuid.UUID]
+) -> Any:
+    stmt = pg_insert(Document).values(
+        [
+            {
+                "id": uuid.uuid4(),
+                "tenant_id": tenant_id,
+                "collection_id": collections[v.document.collection],
+                "external_id": v.document.external_id,
+                "title": v.document.title,
+                "source_type": v.document.source_type,
+                "source_url": v.document.source_url,
+                "metadata_": v.document.metadata,
+                "content_hash": v.document.content_hash,
+                "chunk_count": len(v.chunks),
+            }
+            for v in versions
+        ]
+    )
+    table = Document.__table__
+    changed = ("title", "source_type", "source_url", "metadata", "content_hash", "chunk_count")
+    return stmt.on_conflict_do_update(
+        index_elements=[Document.tenant_id, Document.collection_id, Document.external_id],
+        set_={table.c[name]: stmt.excluded[name] for name in (*changed, "updated_at")},
+    ).returning(
+        Document.id,
+        Document.collection_id,
+        Document.external_id,
+        literal_column("xmax = 0"),  # xmax 0: a fresh insert
+    )

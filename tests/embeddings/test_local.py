@@ -86,10 +86,16 @@ async def test_documents_are_split_into_sub_batches_with_prefixes() -> None:
     embedder = LocalEmbedder(
         model, model_id="local:fake", dimensions=4, batch_size=3, passage_prefix="p: "
     )
-    texts = [f"t{i}" for i in range(7)]
+    texts = [f"t{i}" + "x" * length for i, length in enumerate([0, 5, 1, 6, 2, 4, 3])]
     vectors = await embedder.embed_documents(texts)
-    assert model.calls == [["p: t0", "p: t1", "p: t2"], ["p: t3", "p: t4", "p: t5"], ["p: t6"]]
-    assert len(vectors) == 7
+    # Longest first, so each sub-batch holds texts of similar length and pads little.
+    assert model.calls == [
+        ["p: t3xxxxxx", "p: t1xxxxx", "p: t5xxxx"],
+        ["p: t6xxx", "p: t4xx", "p: t2x"],
+        ["p: t0"],
+    ]
+    alone = [await embedder.embed_documents([text]) for text in texts]
+    assert vectors == [vector for [vector] in alone], "vectors come back in the input's order"
     assert await embedder.embed_documents([]) == []
 
 
