@@ -78,6 +78,7 @@ class Settings(BaseSettings):
     search_ef_search_default: int = Field(default=40, ge=1, le=1000)
     search_candidates: int = Field(default=40, ge=1, le=1000)
     search_rrf_k: int = Field(default=60, ge=1)
+    dedicated_index_min_chunks: int = Field(default=5_000, ge=1)  # `rag index`
     query_max_chars: int = Field(default=10_000, ge=1)
 
     # ingest

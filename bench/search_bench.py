@@ -75,8 +75,11 @@ from harness import (
     write_json,
 )
 from sqlalchemy import event, text
+from sqlalchemy.ext.asyncio import create_async_engine
 
 from app.auth import issue_token
+from app.db.engine import async_url
+from app.db.indexes import chunk_counts, create_dedicated_index, dedicated_indexes, plan_indexes
 from app.db.tenancy import tenant_transaction
 from app.embeddings.local import LocalEmbedder
 from app.ingest.chunking import Chunker
@@ -391,6 +394,7 @@ class Synthetic:
     noise: float = 0.02  # noise: standard deviation per dimension
     m: int = 16
     ef_construction: int = 64
+    dedicated_min_chunks: int | None = 5_000  # `rag index` after the load; None: no indexes
 
 
 def synthetic_vectors(
@@ -491,6 +495,12 @@ async def load_size(
         await conn.execute("VACUUM ANALYZE chunks")
         await conn.execute("ANALYZE documents")
         timings["vacuum_analyze_s"] = round(time.perf_counter() - began, 2)
+        if spec.dedicated_min_chunks is not None:
+            began = time.perf_counter()
+            created = await dedicated_indexes_for(db, spec.dedicated_min_chunks)
+            timings["dedicated_indexes"] = len(created)
+            timings["dedicated_build_s"] = round(time.perf_counter() - began, 2)
+            await conn.execute("ANALYZE chunks")
         timings["hnsw_mb"] = round(
             await conn.fetchval(f"select pg_relation_size('{HNSW_INDEX}')") / 2**20, 1
         )
@@ -501,6 +511,19 @@ async def load_size(
         await conn.close()
     await db.engine.dispose()  # no pooled connection keeps plans from before the load
     return Loaded(size, tenants, vectors, ids, timings)
+
+
+async def dedicated_indexes_for(db: BenchDatabase, min_chunks: int) -> list[str]:
+    """What `rag index --min-chunks N` does: a dedicated HNSW index per large tenant."""
+    counts = await chunk_counts(db.sessions)
+    owner = create_async_engine(async_url(db.owner_url), isolation_level="AUTOCOMMIT")
+    try:
+        async with owner.connect() as conn:
+            await conn.execute(text("SET maintenance_work_mem = '1GB'"))
+            plan = plan_indexes(counts, await dedicated_indexes(conn), min_chunks=min_chunks)
+            return [await create_dedicated_index(conn, tenant_id) for tenant_id in plan.create]
+    finally:
+        await owner.dispose()
 
 
 # --- (b) service-only latency and (c) recall ----------------------------------------------------
@@ -624,8 +647,8 @@ async def plan_counts(db: BenchDatabase, tenant_id: str) -> list[dict[str, Any]]
 async def explain_part(
     db: BenchDatabase, loaded: Loaded, stub: StubEmbedder, query: str
 ) -> dict[str, str]:
-    """EXPLAIN ANALYZE of the two statements a vector `search` sends (the candidates CTE, then
-    the hits), per tenant size, as a custom plan (parameters known to the planner: what an
+    """EXPLAIN ANALYZE of the statement a vector `search` sends (candidates, threshold and
+    sources in one), per tenant size, as a custom plan (parameters known to the planner: what an
     EXPLAIN with literals shows) and as the generic plan PostgreSQL switches a prepared
     statement to after five executions when it looks no costlier."""
     captured: list[tuple[str, Any]] = []
@@ -653,7 +676,7 @@ async def explain_part(
         conn = await connect_loader(db.app_url)
         try:
             for index, (statement, parameters) in enumerate(captured):
-                name = "candidates" if "MATERIALIZED" in statement else "hits"
+                name = f"statement {index + 1} of {len(captured)}"
                 await conn.execute(f"PREPARE bench_{index} AS {statement}")
                 literals = ", ".join(
                     [
@@ -679,8 +702,8 @@ async def explain_part(
                     )
         finally:
             await conn.close()
-    for statement, _ in captured:
-        plans["statement: " + ("candidates" if "MATERIALIZED" in statement else "hits")] = statement
+    for index, (statement, _) in enumerate(captured):
+        plans[f"statement {index + 1} of {len(captured)}"] = statement
     return plans
 
 
@@ -886,6 +909,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
                 noise=args.noise,
                 m=args.m,
                 ef_construction=args.ef_construction,
+                dedicated_min_chunks=None if args.no_dedicated else args.dedicated_min_chunks,
             )
             loaded = await load_size(db, size, corpus, base, spec=spec, model_id=local.model_id)
             entry: dict[str, Any] = {
@@ -1039,6 +1063,13 @@ def main() -> None:
         "--ef-construction", type=int, default=64, help="HNSW ef_construction (migration: 64)"
     )
     parser.add_argument("--ingest-concurrency", type=int, default=4)
+    parser.add_argument(
+        "--dedicated-min-chunks",
+        type=int,
+        default=5_000,
+        help="after loading, `rag index --min-chunks N` (the service's default: 5000)",
+    )
+    parser.add_argument("--no-dedicated", action="store_true", help="no dedicated indexes")
     parser.add_argument("--skip-ndcg", action="store_true")
     parser.add_argument("--skip-latency", action="store_true")
     parser.add_argument("--skip-http", action="store_true")

@@ -10,7 +10,7 @@ from typing import Annotated
 
 import typer
 
-from app.cli import data
+from app.cli import data, indexes
 from app.cli.database import database_settings
 from app.cli.settings import load_settings
 from app.db.engine import create_engine, create_sessionmaker
@@ -25,6 +25,7 @@ app.add_typer(tenant_app, name="tenant")
 app.command()(data.ingest)
 app.command()(data.search)
 app.command()(data.reindex)
+app.command()(indexes.index)
 
 
 @app.command()

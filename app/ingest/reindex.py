@@ -17,16 +17,13 @@ from sqlalchemy import ColumnElement, func, select, text, update
 from sqlalchemy.ext.asyncio import create_async_engine
 
 from app.db.engine import async_url, vector_column_dimensions
+from app.db.indexes import SHARED_INDEX, SHARED_INDEX_DDL
 from app.db.models import Chunk, Document, Tenant
 from app.db.tenancy import SessionMaker, registry_transaction, tenant_transaction
 from app.embeddings import Embedder
 from app.ingest.chunking import embedded_text
 from app.ingest.documents import sha256
 
-INDEX_DDL = (
-    "CREATE INDEX IF NOT EXISTS ix_chunks_embedding_hnsw ON chunks"
-    " USING hnsw (embedding vector_cosine_ops) WITH (m = 16, ef_construction = 64)"
-)
 Progress = Callable[[int], None]
 
 
@@ -38,7 +35,7 @@ async def prepare_column(owner_url: str, *, dimensions: int) -> bool:
         async with engine.begin() as conn:
             if await vector_column_dimensions(conn) == dimensions:
                 return False
-            await conn.execute(text("DROP INDEX IF EXISTS ix_chunks_embedding_hnsw"))
+            await conn.execute(text(f"DROP INDEX IF EXISTS {SHARED_INDEX}"))
             await conn.execute(text("ALTER TABLE chunks ALTER COLUMN embedding DROP NOT NULL"))
             column_type = f"vector({int(dimensions)})"
             await conn.execute(
@@ -55,7 +52,7 @@ async def finish_column(owner_url: str) -> None:
     try:
         async with engine.begin() as conn:
             await conn.execute(text("ALTER TABLE chunks ALTER COLUMN embedding SET NOT NULL"))
-            await conn.execute(text(INDEX_DDL))
+            await conn.execute(text(SHARED_INDEX_DDL))
     finally:
         await engine.dispose()
 

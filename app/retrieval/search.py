@@ -27,10 +27,9 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
-from sqlalchemy import ColumnElement, Text, cast, func, literal, select
+from sqlalchemy import ColumnElement, Row, Text, cast, func, literal, select
 from sqlalchemy.dialects.postgresql import TSQUERY
 from sqlalchemy.ext.asyncio import AsyncSession
-from sqlalchemy.orm import defer
 
 from app.db.models import Chunk, Collection, Document
 from app.db.tenancy import SessionMaker, tenant_transaction
@@ -100,19 +99,19 @@ async def search(
     async with tenant_transaction(
         sessions, tenant_id, settings=_index_settings(request)
     ) as session:
-        scored = await _ranked(
-            session, vector, tenant_id=tenant_id, model=embedder.model_id, request=request
-        )
-        hits = await _hits(session, vector, scored[: request.top_k])
+        where = _where(tenant_id, embedder.model_id, request)
+        if request.mode is SearchMode.VECTOR:
+            hits, total = await _nearest_hits(session, vector, where, request)
+        else:
+            scored = await _ranked(session, vector, where, request)
+            hits, total = await _hits(session, vector, scored[: request.top_k]), len(scored)
     done = time.perf_counter()
     timings = {
         "embed": round((embedded - started) * 1000, 3),
         "database": round((done - embedded) * 1000, 3),
         "total": round((done - started) * 1000, 3),
     }
-    return SearchOutcome(
-        hits=hits, total_found=len(scored), model=embedder.model_id, timings_ms=timings
-    )
+    return SearchOutcome(hits=hits, total_found=total, model=embedder.model_id, timings_ms=timings)
 
 
 def _index_settings(request: SearchRequest) -> dict[str, str]:
@@ -124,52 +123,90 @@ def _index_settings(request: SearchRequest) -> dict[str, str]:
     }
 
 
-async def _ranked(
-    session: AsyncSession,
-    vector: list[float],
-    *,
-    tenant_id: str,
-    model: str,
-    request: SearchRequest,
-) -> list[tuple[uuid.UUID, float]]:
-    """(chunk id, score) of every candidate that passed, best first."""
-    base = [
+def _where(tenant_id: str, model: str, request: SearchRequest) -> list[ColumnElement[bool]]:
+    # The tenant again, beside RLS: the planner sees it as a constant, so it can estimate the
+    # tenant's rows and use a tenant's dedicated HNSW index (a partial index on tenant_id).
+    return [
         Chunk.tenant_id == tenant_id,
         Chunk.embedding_model == model,
         *conditions(request.filters),
     ]
-    fetch = max(request.candidates, request.top_k)
+
+
+def _fetch(request: SearchRequest) -> int:
+    return max(request.candidates, request.top_k)
+
+
+async def _ranked(
+    session: AsyncSession,
+    vector: list[float],
+    where: Sequence[ColumnElement[bool]],
+    request: SearchRequest,
+) -> list[tuple[uuid.UUID, float]]:
+    """Keyword and hybrid: (chunk id, score) of every candidate that passed, best first."""
+    lexical = await _keyword(session, request.query, where, _fetch(request))
     if request.mode is SearchMode.KEYWORD:
-        return await _keyword(session, request.query, base, fetch)
-    nearest = await _nearest(session, vector, base, fetch=fetch, threshold=request.threshold)
-    if request.mode is SearchMode.VECTOR:
-        return nearest
-    lexical = await _keyword(session, request.query, base, fetch)
+        return lexical
+    nearest = await _nearest(session, vector, where, request)
     return fuse([nearest, lexical], k=request.rrf_k)
+
+
+def _candidates(
+    vector: list[float], where: Sequence[ColumnElement[bool]], request: SearchRequest
+) -> Any:
+    """The nearest rows by the HNSW index, materialized, then the threshold: a threshold in
+    the index scan's own WHERE would make the planner give up the index."""
+    distance = Chunk.embedding.cosine_distance(vector)
+    nearest = (
+        select(Chunk.id.label("id"), distance.label("distance"))
+        .where(*where)
+        .order_by(distance)
+        .limit(_fetch(request))
+        .cte("nearest")
+        .prefix_with("MATERIALIZED")
+    )
+    similarity = (literal(1.0) - nearest.c.distance).label("similarity")
+    passed = select(nearest.c.id, nearest.c.distance, similarity)
+    if request.threshold is not None:
+        passed = passed.where(similarity >= request.threshold)
+    return passed
 
 
 async def _nearest(
     session: AsyncSession,
     vector: list[float],
-    where: Sequence[Any],
-    *,
-    fetch: int,
-    threshold: float | None,
+    where: Sequence[ColumnElement[bool]],
+    request: SearchRequest,
 ) -> list[tuple[uuid.UUID, float]]:
-    distance = Chunk.embedding.cosine_distance(vector)
-    candidates = (
-        select(Chunk.id.label("id"), distance.label("distance"))
-        .where(*where)
-        .order_by(distance)
-        .limit(fetch)
-        .cte("candidates")
+    passed = _candidates(vector, where, request).subquery()
+    stmt = select(passed.c.id, passed.c.similarity).order_by(passed.c.distance, passed.c.id)
+    return [(row.id, float(row.similarity)) for row in await session.execute(stmt)]
+
+
+async def _nearest_hits(
+    session: AsyncSession,
+    vector: list[float],
+    where: Sequence[ColumnElement[bool]],
+    request: SearchRequest,
+) -> tuple[list[Hit], int]:
+    """Vector mode in one statement: candidates, threshold, the best `top_k` with their
+    sources, and how many passed (a window count over the candidates)."""
+    passed = _candidates(vector, where, request).subquery()
+    best = (
+        select(passed.c.id, passed.c.similarity, func.count().over().label("passed"))
+        .order_by(passed.c.distance, passed.c.id)
+        .limit(request.top_k)
+        .cte("best")
         .prefix_with("MATERIALIZED")
     )
-    similarity = (literal(1.0) - candidates.c.distance).label("similarity")
-    stmt = select(candidates.c.id, similarity).order_by(candidates.c.distance, candidates.c.id)
-    if threshold is not None:
-        stmt = stmt.where(similarity >= threshold)
-    return [(row.id, float(row.similarity)) for row in await session.execute(stmt)]
+    stmt = _with_sources(
+        select(best.c.passed, best.c.similarity, *SOURCE_COLUMNS).join_from(
+            best, Chunk, Chunk.id == best.c.id
+        )
+    )
+    rows = (await session.execute(stmt)).all()
+    hits = [_hit(row, score=float(row.similarity)) for row in rows]
+    return _ordered(hits), (rows[0].passed if rows else 0)
 
 
 def keyword_query(query: str) -> ColumnElement[Any]:
@@ -182,7 +219,7 @@ def keyword_query(query: str) -> ColumnElement[Any]:
 
 
 async def _keyword(
-    session: AsyncSession, query: str, where: Sequence[Any], fetch: int
+    session: AsyncSession, query: str, where: Sequence[ColumnElement[bool]], fetch: int
 ) -> list[tuple[uuid.UUID, float]]:
     tsquery = keyword_query(query)
     rank = func.ts_rank_cd(Chunk.search_vector, tsquery).label("rank")
@@ -206,6 +243,29 @@ def fuse(
     return sorted(scores.items(), key=lambda item: (-item[1], str(item[0])))
 
 
+SOURCE_COLUMNS = (
+    Chunk.id,
+    Chunk.document_id,
+    Chunk.content,
+    Chunk.page_number,
+    Chunk.section_path,
+    Chunk.chunk_index,
+    Chunk.metadata_,
+    Document.external_id,
+    Document.title,
+    Document.source_type,
+    Document.source_url,
+    Document.chunk_count,
+    Collection.name.label("collection"),
+)
+
+
+def _with_sources(stmt: Any) -> Any:
+    return stmt.join(Document, Document.id == Chunk.document_id).join(
+        Collection, Collection.id == Chunk.collection_id
+    )
+
+
 async def _hits(
     session: AsyncSession, vector: list[float], scored: Sequence[tuple[uuid.UUID, float]]
 ) -> list[Hit]:
@@ -220,35 +280,33 @@ async def _hits(
         .cte("picked")
         .prefix_with("MATERIALIZED")
     )
-    stmt = (
-        select(Chunk, Document, Collection.name, similarity)
-        .join(picked, picked.c.id == Chunk.id)
-        .join(Document, Document.id == Chunk.document_id)
-        .join(Collection, Collection.id == Chunk.collection_id)
-        .options(defer(Chunk.embedding), defer(Chunk.search_vector))
+    stmt = _with_sources(
+        select(similarity, *SOURCE_COLUMNS).join_from(picked, Chunk, Chunk.id == picked.c.id)
     )
-    rows = {row[0].id: row for row in await session.execute(stmt)}
-    hits = [_hit(rows[chunk_id], score) for chunk_id, score in scored if chunk_id in rows]
-    # Best score first; ties by similarity, then document order: stable across calls.
+    rows = {row.id: row for row in await session.execute(stmt)}
+    return _ordered([_hit(rows[chunk_id], score) for chunk_id, score in scored if chunk_id in rows])
+
+
+def _ordered(hits: list[Hit]) -> list[Hit]:
+    """Best score first; ties by similarity, then document order: stable across calls."""
     return sorted(hits, key=lambda h: (-h.score, -h.similarity, str(h.document_id), h.chunk_index))
 
 
-def _hit(row: tuple[Chunk, Document, str, float], score: float) -> Hit:
-    chunk, document, collection, similarity = row
+def _hit(row: Row[Any], score: float) -> Hit:
     return Hit(
-        chunk_id=chunk.id,
-        document_id=chunk.document_id,
-        external_id=document.external_id,
-        collection=collection,
-        content=chunk.content,
-        similarity=round(float(similarity), 6),
+        chunk_id=row.id,
+        document_id=row.document_id,
+        external_id=row.external_id,
+        collection=row.collection,
+        content=row.content,
+        similarity=round(float(row.similarity), 6),
         score=round(score, 6),
-        title=document.title,
-        source_type=document.source_type,
-        source_url=document.source_url,
-        page_number=chunk.page_number,
-        section=tuple(chunk.section_path),
-        chunk_index=chunk.chunk_index,
-        total_chunks=document.chunk_count,
-        metadata=dict(chunk.metadata_),
+        title=row.title,
+        source_type=row.source_type,
+        source_url=row.source_url,
+        page_number=row.page_number,
+        section=tuple(row.section_path),
+        chunk_index=row.chunk_index,
+        total_chunks=row.chunk_count,
+        metadata=dict(row.metadata_),
     )

@@ -116,6 +116,16 @@ def test_ingest_and_search_a_folder(env: dict[str, str], tmp_path: Path) -> None
     assert found.returncode == 0, found.stderr
     assert "Volcanoes" in found.stdout
 
+    indexed = rag("index", "--min-chunks", "2", env=env)
+    assert indexed.returncode == 0, indexed.stderr
+    assert "docs-co" in indexed.stdout
+    assert "created" in indexed.stdout
+    kept = rag("index", "--min-chunks", "2", env=env)
+    assert "kept" in kept.stdout
+    assert "created" not in kept.stdout
+    dropped = rag("index", "--min-chunks", "100", env=env)
+    assert "dropped" in dropped.stdout
+
 
 def test_data_commands_refuse_an_unknown_tenant(env: dict[str, str]) -> None:
     result = rag("search", "anything", "--tenant", "nobody", env=env)

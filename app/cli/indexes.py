@@ -1,0 +1,101 @@
+"""`rag index`: dedicated HNSW indexes for large tenants (see app/db/indexes.py)."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from typing import Annotated
+
+import typer
+from rich.console import Console
+from rich.table import Table
+from sqlalchemy import text
+from sqlalchemy.ext.asyncio import create_async_engine
+
+from app.cli.database import database_settings
+from app.cli.settings import load_settings
+from app.db.engine import async_url, create_engine, create_sessionmaker
+from app.db.indexes import (
+    chunk_counts,
+    create_dedicated_index,
+    dedicated_indexes,
+    drop_dedicated_index,
+    plan_indexes,
+)
+from app.settings import Settings
+
+
+def index(
+    min_chunks: Annotated[
+        int | None,
+        typer.Option(min=1, help="Tenants with this many chunks get their own index."),
+    ] = None,
+    dry_run: Annotated[bool, typer.Option(help="Show what would change; change nothing.")] = False,
+    maintenance_work_mem: Annotated[
+        str, typer.Option(help="For the index builds (the graph is built in memory).")
+    ] = "256MB",
+) -> None:
+    """Give every large tenant its own HNSW index, and drop those of tenants that shrank
+    (under half of --min-chunks). Builds run CONCURRENTLY: the service keeps working."""
+    with database_settings(load_settings()) as settings:
+        threshold = min_chunks or settings.dedicated_index_min_chunks
+        rows = asyncio.run(
+            _index(
+                settings,
+                min_chunks=threshold,
+                dry_run=dry_run,
+                maintenance_work_mem=maintenance_work_mem,
+            )
+        )
+    table = Table(title=f"dedicated HNSW indexes (tenants with >= {threshold} chunks)")
+    for name in ("tenant", "chunks", "action", "seconds"):
+        table.add_column(name, justify="right" if name in {"chunks", "seconds"} else "left")
+    for row in rows:
+        table.add_row(*row)
+    Console().print(table)
+
+
+async def _index(
+    settings: Settings, *, min_chunks: int, dry_run: bool, maintenance_work_mem: str
+) -> list[tuple[str, str, str, str]]:
+    assert settings.database_url is not None
+    assert settings.migration_database_url is not None
+    runtime = create_engine(settings.database_url.get_secret_value(), pool_size=1)
+    owner = create_async_engine(
+        async_url(settings.migration_database_url.get_secret_value()),
+        isolation_level="AUTOCOMMIT",  # CREATE/DROP INDEX CONCURRENTLY refuse a transaction
+    )
+    rows: list[tuple[str, str, str, str]] = []
+    try:
+        counts = await chunk_counts(create_sessionmaker(runtime))
+        async with owner.connect() as conn:
+            plan = plan_indexes(counts, await dedicated_indexes(conn), min_chunks=min_chunks)
+            await conn.execute(
+                text("select set_config('maintenance_work_mem', :value, false)"),
+                {"value": maintenance_work_mem},
+            )
+            for index in plan.keep:
+                rows.append((index.tenant_id, str(counts.get(index.tenant_id, 0)), "kept", ""))
+            for index in plan.drop:
+                began = time.perf_counter()
+                if not dry_run:
+                    await drop_dedicated_index(conn, index)
+                action = "dropped" if index.valid else "dropped (failed build)"
+                rows.append(
+                    (index.tenant_id, str(counts.get(index.tenant_id, 0)), action, _since(began))
+                )
+            for tenant_id in plan.create:
+                began = time.perf_counter()
+                if not dry_run:
+                    await create_dedicated_index(conn, tenant_id)
+                rows.append((tenant_id, str(counts[tenant_id]), "created", _since(began)))
+    finally:
+        await runtime.dispose()
+        await owner.dispose()
+    if dry_run:
+        rows = [(t, c, a if a == "kept" else f"would be {a}", "") for t, c, a, _ in rows]
+    return rows
+
+
+def _since(began: float) -> str:
+    return f"{time.perf_counter() - began:.1f}"

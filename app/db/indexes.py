@@ -1,0 +1,125 @@
+"""The HNSW indexes on `chunks.embedding`: the shared one, and dedicated ones for large tenants.
+
+The shared index holds every tenant's vectors; a search walks it and drops other tenants' rows
+(`hnsw.iterative_scan` keeps it walking until enough of the tenant's rows turned up). That is
+cheap when the tenant owns most of the table, and small tenants never use it (the btree on
+`tenant_id` answers them exactly). In between it is slow: a tenant with 10% of 100,000 rows
+needs ~400 index tuples visited for 40 of its own, 16 ms in the database.
+
+A dedicated index is a partial HNSW index `WHERE tenant_id = '<tenant>'`. The search query
+names the tenant as a constant beside RLS (and plans are custom, so the planner sees the
+value), so the planner proves the predicate and scans the tenant's own graph with no
+filtering: 1.3 ms for that 10% tenant. The cost: the tenant's new chunks are inserted into two
+HNSW indexes, and each index is one more relation for the planner to consider.
+
+`rag index` (owner role) gives every tenant with at least `min_chunks` chunks its own index
+and drops the indexes of tenants that fell under half of it (so a tenant on the edge does not
+flap). Builds and drops are CONCURRENTLY: ingestion and search go on meanwhile. An index
+records its tenant in its comment; its name is a hash (tenant ids are free text).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+
+from sqlalchemy import func, select, text
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+from app.db.models import Chunk, Tenant
+from app.db.tenancy import SessionMaker, registry_transaction, tenant_transaction
+
+HNSW_OPTIONS = "m = 16, ef_construction = 64"
+SHARED_INDEX = "ix_chunks_embedding_hnsw"
+SHARED_INDEX_DDL = (
+    f"CREATE INDEX IF NOT EXISTS {SHARED_INDEX} ON chunks"
+    f" USING hnsw (embedding vector_cosine_ops) WITH ({HNSW_OPTIONS})"
+)
+DEDICATED_PREFIX = "ix_chunks_hnsw_tenant_"
+
+
+@dataclass(frozen=True, slots=True)
+class DedicatedIndex:
+    name: str
+    tenant_id: str
+    valid: bool  # False: a CONCURRENTLY build that failed half-way
+
+
+@dataclass(frozen=True, slots=True)
+class IndexPlan:
+    create: list[str]  # tenant ids
+    drop: list[DedicatedIndex]
+    keep: list[DedicatedIndex]
+
+
+def dedicated_index_name(tenant_id: str) -> str:
+    return DEDICATED_PREFIX + hashlib.sha256(tenant_id.encode()).hexdigest()[:24]
+
+
+async def chunk_counts(sessions: SessionMaker) -> dict[str, int]:
+    """Chunks per registered tenant, each counted inside its own tenant transaction (RLS is
+    forced, so no role sees every tenant's rows at once)."""
+    async with registry_transaction(sessions) as session:
+        tenant_ids = list(await session.scalars(select(Tenant.id).order_by(Tenant.id)))
+    counts: dict[str, int] = {}
+    for tenant_id in tenant_ids:
+        async with tenant_transaction(sessions, tenant_id) as session:
+            counts[tenant_id] = await session.scalar(select(func.count()).select_from(Chunk)) or 0
+    return counts
+
+
+async def dedicated_indexes(conn: AsyncConnection) -> list[DedicatedIndex]:
+    rows = await conn.execute(
+        text(
+            "select c.relname, obj_description(c.oid, 'pg_class'), i.indisvalid"
+            " from pg_index i join pg_class c on c.oid = i.indexrelid"
+            " where i.indrelid = 'chunks'::regclass and c.relname like :prefix"
+            " order by c.relname"
+        ),
+        {"prefix": DEDICATED_PREFIX + "%"},
+    )
+    return [DedicatedIndex(name, tenant_id or "", valid) for name, tenant_id, valid in rows]
+
+
+def plan_indexes(
+    counts: dict[str, int], existing: list[DedicatedIndex], *, min_chunks: int
+) -> IndexPlan:
+    """Tenants at or over `min_chunks` get an index; an index goes when its tenant is under
+    half of it (or gone), or when its build failed (it is then built again)."""
+    indexed = {index.tenant_id: index for index in existing if index.valid}
+    create = [
+        tenant_id
+        for tenant_id, count in counts.items()
+        if count >= min_chunks and tenant_id not in indexed
+    ]
+    drop = [
+        index
+        for index in existing
+        if not index.valid or counts.get(index.tenant_id, 0) < min_chunks // 2
+    ]
+    keep = [index for index in existing if index not in drop]
+    return IndexPlan(create=create, drop=drop, keep=keep)
+
+
+async def create_dedicated_index(conn: AsyncConnection, tenant_id: str) -> str:
+    """Build the tenant's index CONCURRENTLY; `conn` must be in AUTOCOMMIT mode."""
+    name = dedicated_index_name(tenant_id)
+    literal = await conn.scalar(
+        text("select quote_literal(cast(:value as text))"), {"value": tenant_id}
+    )
+    await conn.execute(text(f"DROP INDEX CONCURRENTLY IF EXISTS {name}"))  # a failed build
+    await conn.execute(
+        text(
+            f"CREATE INDEX CONCURRENTLY {name} ON chunks"
+            f" USING hnsw (embedding vector_cosine_ops) WITH ({HNSW_OPTIONS})"
+            f" WHERE tenant_id = {literal}"
+        )
+    )
+    await conn.execute(text(f"COMMENT ON INDEX {name} IS {literal}"))
+    return name
+
+
+async def drop_dedicated_index(conn: AsyncConnection, index: DedicatedIndex) -> None:
+    """Drop it CONCURRENTLY; `conn` must be in AUTOCOMMIT mode."""
+    quoted = await conn.scalar(text("select quote_ident(:name)"), {"name": index.name})
+    await conn.execute(text(f"DROP INDEX CONCURRENTLY IF EXISTS {quoted}"))
