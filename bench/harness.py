@@ -35,6 +35,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 import app.db.tenancy  # noqa: F401  (registers the tenant hook, as create_app does)
 from app.db.embedded import (
     OWNER_ROLE,
+    TUNING,
     bootstrap,
     drop_database,
     start_embedded,
@@ -76,21 +77,14 @@ class BenchDatabase:
 async def bench_database(
     *, superuser_url: str | None = None, pool_size: int = 10, shared_buffers: str | None = None
 ) -> AsyncIterator[BenchDatabase]:
-    """`shared_buffers` (embedded server only): set it and restart before use; default is
-    the server's own (initdb's 128MB, what the embedded service runs with)."""
+    """`shared_buffers` (embedded server only) overrides the service's embedded setting."""
     superuser_url = superuser_url or os.environ.get("RAG_BENCH_DATABASE_URL")
     server = None
     scratch = None
     if superuser_url is None:
         scratch = tempfile.TemporaryDirectory(prefix="rag-bench-")
-        pgdata = Path(scratch.name) / "pgdata"
-        if shared_buffers:
-            first = start_embedded(pgdata, delete_on_exit=False)
-            conn = await asyncpg.connect(first.url(user="postgres", database="postgres"))
-            await conn.execute(f"ALTER SYSTEM SET shared_buffers = '{shared_buffers}'")
-            await conn.close()
-            first.stop()
-        server = start_embedded(pgdata, delete_on_exit=True)
+        tuning = {**TUNING, **({"shared_buffers": shared_buffers} if shared_buffers else {})}
+        server = start_embedded(Path(scratch.name) / "pgdata", delete_on_exit=True, tuning=tuning)
         superuser_url = server.url(user="postgres", database="postgres")
     name = f"rag_bench_{os.getpid()}"
     owner_url = with_user(with_database(superuser_url, name), OWNER_ROLE, OWNER_PASSWORD)

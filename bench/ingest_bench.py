@@ -39,6 +39,8 @@ from typing import Any
 
 import numpy as np
 from harness import (
+    HNSW_DEFINITION,
+    HNSW_INDEX,
     BenchDatabase,
     CachingEmbedder,
     CorpusDoc,
@@ -58,6 +60,7 @@ from harness import (
     vector_cache_path,
     write_json,
 )
+from sqlalchemy import text as sql
 
 from app.embeddings.local import LocalEmbedder
 from app.errors import AppError
@@ -85,6 +88,17 @@ class LookupEmbedder:
         for text, vector in zip(missing, await source.embed_documents(missing), strict=True):
             self.vectors[text] = vector
         source.save()
+
+    def varied(self, seed: int, noise: float = 0.02) -> LookupEmbedder:
+        """The same texts with vectors moved by a little gaussian noise (renormalized): each
+        stage inserts vectors the index has not seen, as real new documents would be.
+        Re-inserting identical vectors makes HNSW inserts cheaper than they are."""
+        rng = np.random.default_rng(seed)
+        other = LookupEmbedder(self.dimensions, self.model_id)
+        for text, vector in self.vectors.items():
+            moved = np.asarray(vector) + rng.normal(scale=noise, size=self.dimensions)
+            other.vectors[text] = (moved / np.linalg.norm(moved)).tolist()
+        return other
 
     async def embed_query(self, text: str) -> list[float]:
         return self.vectors[text]
@@ -279,15 +293,25 @@ def precomputed_inputs(
 
 
 async def copy_stage(
-    db: BenchDatabase, prepared: list[PreparedDoc], lookup: LookupEmbedder, model_id: str
+    db: BenchDatabase,
+    prepared: list[PreparedDoc],
+    lookup: LookupEmbedder,
+    *,
+    tenant_id: str,
+    writers: int,
 ) -> dict[str, Any]:
-    """Reference: the same documents and chunks in one transaction by binary COPY (HNSW, GIN
-    and the tsvector column maintained as usual): what batching per transaction could reach."""
-    tenant_id = "ingest-copy"
+    """Ceiling: the same kind of rows by binary COPY as superuser (no RLS), `writers`
+    connections at once, one transaction each (HNSW, GIN and the tsvector column maintained
+    as usual). The runtime role cannot COPY into a table under RLS, so this is a bound, not
+    an alternative path."""
     await create_tenants(db.sessions, [tenant_id])
     collection = uuid.uuid4()
-    documents, chunks = [], []
-    for p in prepared:
+    parts: list[tuple[list[tuple[Any, ...]], list[tuple[Any, ...]]]] = [
+        ([], []) for _ in range(writers)
+    ]
+    chunk_count = 0
+    for number, p in enumerate(prepared):
+        documents, chunks = parts[number % writers]
         document_id = uuid.uuid4()
         documents.append(
             (
@@ -302,6 +326,7 @@ async def copy_stage(
             )
         )
         for index, (content, text) in enumerate(zip(p.contents, p.texts, strict=True)):
+            chunk_count += 1
             chunks.append(
                 (
                     uuid.uuid4(),
@@ -312,33 +337,82 @@ async def copy_stage(
                     content,
                     0,
                     np.asarray(lookup.vectors[text], dtype=np.float32),
-                    model_id,
+                    lookup.model_id,
                     hashlib.sha256(text.encode()).hexdigest(),
                 )
             )
-    conn = await connect_loader(db.superuser_url)
+    conns = [await connect_loader(db.superuser_url) for _ in range(writers)]
     try:
+        await copy_rows(conns[0], collections=[(collection, tenant_id, "default")])
         started = time.perf_counter()
+        await asyncio.gather(
+            *(
+                copy_rows(conn, documents=documents, chunks=chunks)
+                for conn, (documents, chunks) in zip(conns, parts, strict=True)
+            )
+        )
+        elapsed = time.perf_counter() - started
+    finally:
+        for conn in conns:
+            await conn.close()
+    return {
+        "docs": len(prepared),
+        "chunks": chunk_count,
+        "concurrency": writers,
+        "seconds": round(elapsed, 2),
+        "chunks_per_s": round(chunk_count / elapsed, 1),
+        "docs_per_s": round(len(prepared) / elapsed, 1),
+        "batch": len(prepared) // writers,
+        "per_call_ms_p50": "",
+        "per_call_ms_p95": "",
+    }
+
+
+async def prefill(db: BenchDatabase, rows: int, lookup: LookupEmbedder) -> dict[str, Any]:
+    """`rows` chunks of another tenant first (the corpus's vectors with noise, by COPY with the
+    HNSW index rebuilt after): inserts into a bigger graph cost more, so the stages run
+    against a table of a realistic size rather than an empty one."""
+    texts = list(lookup.vectors)
+    vectors = np.asarray([lookup.vectors[t] for t in texts], dtype=np.float32)
+    rng = np.random.default_rng(7)
+    tenant_id, collection = "ingest-prefill", uuid.uuid4()
+    await create_tenants(db.sessions, [tenant_id])
+    documents, chunks = [], []
+    for row in range(rows):
+        moved = vectors[row % len(texts)] + rng.normal(scale=0.05, size=vectors.shape[1])
+        document_id = uuid.uuid4()
+        documents.append(
+            (document_id, tenant_id, collection, f"p{row}", f"p{row}", "text", f"{row:064x}", 1)
+        )
+        chunks.append(
+            (
+                uuid.uuid4(),
+                tenant_id,
+                document_id,
+                collection,
+                0,
+                texts[row % len(texts)],
+                0,
+                (moved / np.linalg.norm(moved)).astype(np.float32),
+                lookup.model_id,
+                f"{row:064x}",
+            )
+        )
+    conn = await connect_loader(db.superuser_url)
+    started = time.perf_counter()
+    try:
+        await conn.execute(f"DROP INDEX {HNSW_INDEX}")
         await copy_rows(
             conn,
             collections=[(collection, tenant_id, "default")],
             documents=documents,
             chunks=chunks,
         )
-        elapsed = time.perf_counter() - started
+        await conn.execute(HNSW_DEFINITION)
+        await conn.execute("VACUUM ANALYZE chunks")
     finally:
         await conn.close()
-    return {
-        "docs": len(documents),
-        "chunks": len(chunks),
-        "concurrency": 1,
-        "seconds": round(elapsed, 2),
-        "chunks_per_s": round(len(chunks) / elapsed, 1),
-        "docs_per_s": round(len(documents) / elapsed, 1),
-        "batch": len(documents),
-        "per_call_ms_p50": "",
-        "per_call_ms_p95": "",
-    }
+    return {"rows": rows, "seconds": round(time.perf_counter() - started, 1)}
 
 
 async def run(args: argparse.Namespace) -> dict[str, Any]:
@@ -363,17 +437,23 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
         log("(c) the chunks' real vectors (disk cache, the model fills what is missing)")
         lookup = LookupEmbedder(embedder.dimensions, embedder.model_id)
         await lookup.add(texts, CachingEmbedder(embedder, vector_cache_path(embedder.model_id)))
+        if args.prefill:
+            log(f"(c) prefilling the table with {args.prefill} chunks of another tenant")
+            results["prefill"] = await prefill(db, args.prefill, lookup)
         stores: list[dict[str, Any]] = []
         shapes = sorted({(1, 1), (args.batch, 1), (args.batch, args.concurrency)})
         for batch, concurrency in shapes:
-            for path, inputs in (
-                ("parse + chunk + DB write", [corpus_input(d) for d in docs]),
-                ("DB write only", precomputed_inputs(prepared, lookup)),
-            ):
+            for path in ("parse + chunk + DB write", "DB write only"):
+                varied = lookup.varied(seed=len(stores))
+                inputs = (
+                    [corpus_input(d) for d in docs]
+                    if path.startswith("parse")
+                    else precomputed_inputs(prepared, varied)
+                )
                 log(f"(c) {path}: {batch} documents per call, {concurrency} at once")
                 row = await ingest_stage(
                     db,
-                    lookup,
+                    varied,
                     chunker,
                     inputs,
                     tenant_id=f"ingest-{len(stores)}",
@@ -381,13 +461,20 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
                     batch=batch,
                 )
                 stores.append({"path": path, **row})
-        log("(c) reference: one binary COPY of the same rows, one transaction")
-        stores.append(
-            {
-                "path": "reference: one COPY",
-                **await copy_stage(db, prepared, lookup, lookup.model_id),
-            }
-        )
+        for writers in sorted({1, args.concurrency}):
+            log(f"(c) ceiling: binary COPY of the same kind of rows, {writers} at once")
+            row = await copy_stage(
+                db,
+                prepared,
+                lookup.varied(seed=len(stores)),
+                tenant_id=f"ingest-{len(stores)}",
+                writers=writers,
+            )
+            stores.append({"path": "ceiling: binary COPY (superuser)", **row})
+        async with db.engine.connect() as conn:
+            results["table_rows_after"] = await conn.scalar(
+                sql("select reltuples::bigint from pg_class where relname = 'chunks'")
+            )
         results["store"] = stores
         if not args.skip_e2e:
             e2e_docs = docs[: args.e2e_docs]
@@ -459,6 +546,11 @@ def report(results: dict[str, Any]) -> None:
         ["stage", "chunks", "chunks/s", "call P50 ms", "call P95 ms"],
         rows,
     )
+    print(  # noqa: T201
+        f"store stages: {results.get('prefill', {}).get('rows', 0)} chunks in the table before "
+        f"them, about {results.get('table_rows_after', '?')} after; every stage inserts new "
+        "vectors (the corpus's with noise)"
+    )
     if emb:
         print(  # noqa: T201
             f"embed: ours/raw throughput {emb['ours_over_raw_throughput']:.3f} "
@@ -475,6 +567,9 @@ def main() -> None:
     parser.add_argument("--embed-texts", type=int, default=512, help="(b) on the first N chunks")
     parser.add_argument("--e2e-docs", type=int, default=300, help="(d) on the first N docs")
     parser.add_argument("--batch", type=int, default=100, help="(c), (d) documents per call")
+    parser.add_argument(
+        "--prefill", type=int, default=20_000, help="(c) chunks in the table before the stages"
+    )
     parser.add_argument("--concurrency", type=int, default=2)
     parser.add_argument("--skip-embed", action="store_true")
     parser.add_argument("--skip-e2e", action="store_true")

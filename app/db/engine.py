@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
-from sqlalchemy import text
+from typing import Any
+
+from pgvector.asyncpg import register_vector
+from sqlalchemy import event, text
 from sqlalchemy.engine import make_url
 from sqlalchemy.ext.asyncio import (
     AsyncConnection,
@@ -21,7 +24,7 @@ def async_url(url: str) -> str:
 
 
 def create_engine(url: str, *, pool_size: int = 10) -> AsyncEngine:
-    return create_async_engine(
+    engine = create_async_engine(
         async_url(url),
         pool_size=pool_size,
         max_overflow=pool_size,
@@ -29,6 +32,13 @@ def create_engine(url: str, *, pool_size: int = 10) -> AsyncEngine:
         pool_recycle=1800,
         connect_args={"server_settings": {"application_name": "rag-service"}, "timeout": 5},
     )
+    event.listen(engine.sync_engine, "connect", _binary_vectors)
+    return engine
+
+
+def _binary_vectors(dbapi_connection: Any, _record: object) -> None:
+    """Vectors travel in pgvector's binary format on every connection (see BinaryVector)."""
+    dbapi_connection.run_async(register_vector)
 
 
 async def vector_column_dimensions(conn: AsyncConnection) -> int:

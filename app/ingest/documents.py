@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import anyio
+import numpy as np
 from sqlalchemy.exc import DBAPIError
 
 from app.db.tenancy import SessionMaker, tenant_transaction
@@ -366,7 +367,7 @@ def _title_from(document: DocumentInput, drafts: list[ChunkDraft]) -> str:
 def _fingerprint(document: DocumentInput, title: str, model_id: str) -> str:
     content = document.content if isinstance(document.content, str) else sha256(document.content)
     precomputed = [
-        (c.content, c.page_number, c.section, sha256(json.dumps(c.embedding)))
+        (c.content, c.page_number, c.section, _vector_hash(c.embedding))
         for c in document.chunks or ()
     ]
     return json.dumps(
@@ -382,6 +383,11 @@ def _fingerprint(document: DocumentInput, title: str, model_id: str) -> str:
         sort_keys=True,
         default=str,
     )
+
+
+def _vector_hash(vector: Sequence[float]) -> str:
+    """As stored (float4): fast, where hashing its JSON cost ~0.3 ms per 384-d vector."""
+    return hashlib.sha256(np.asarray(vector, dtype=np.float32).tobytes()).hexdigest()
 
 
 def _chunk_row(

@@ -137,10 +137,12 @@ async def write_versions(
         name: await collection_id(session, tenant_id=tenant_id, name=name)
         for name in sorted({v.document.collection for v in versions})
     }
-    upsert = _document_upsert(tenant_id, versions, collections)
+    upsert = await session.execute(
+        DOCUMENT_UPSERT, [_document_values(tenant_id, v, collections) for v in versions]
+    )
     written = {
         (coll_id, external_id): Written(document_id, bool(created))
-        for document_id, coll_id, external_id, created in await session.execute(upsert)
+        for document_id, coll_id, external_id, created in upsert
     }
     by_version = [
         written[(collections[v.document.collection], v.document.external_id)] for v in versions
@@ -158,39 +160,47 @@ async def write_versions(
         for v, w in zip(versions, by_version, strict=True)
         for chunk in v.chunks
     ]
+    # Core executemany on the connection (not the ORM bulk path, which rebuilds the statement
+    # for every call): one compiled INSERT, sent as multi-row batches (insertmanyvalues).
+    conn = await session.connection()
     for start in range(0, len(rows), INSERT_BATCH):
-        await session.execute(insert(CHUNKS), rows[start : start + INSERT_BATCH])
+        await conn.execute(insert(CHUNKS), rows[start : start + INSERT_BATCH])
     return by_version
 
 
-def _document_upsert(
-    tenant_id: str, versions: Sequence[NewVersion], collections: dict[str, uuid.UUID]
-) -> Any:
-    stmt = pg_insert(Document).values(
-        [
-            {
-                "id": uuid.uuid4(),
-                "tenant_id": tenant_id,
-                "collection_id": collections[v.document.collection],
-                "external_id": v.document.external_id,
-                "title": v.document.title,
-                "source_type": v.document.source_type,
-                "source_url": v.document.source_url,
-                "metadata_": v.document.metadata,
-                "content_hash": v.document.content_hash,
-                "chunk_count": len(v.chunks),
-            }
-            for v in versions
-        ]
-    )
-    table = Document.__table__
+def _document_values(
+    tenant_id: str, version: NewVersion, collections: dict[str, uuid.UUID]
+) -> dict[str, Any]:
+    document = version.document
+    return {
+        "id": uuid.uuid4(),
+        "tenant_id": tenant_id,
+        "collection_id": collections[document.collection],
+        "external_id": document.external_id,
+        "title": document.title,
+        "source_type": document.source_type,
+        "source_url": document.source_url,
+        "metadata": document.metadata,
+        "content_hash": document.content_hash,
+        "chunk_count": len(version.chunks),
+    }
+
+
+def _document_upsert() -> Any:
+    """One compiled statement for any number of documents (executemany, sent as multi-row
+    batches); RETURNING rows are matched to documents by (collection, external_id)."""
+    table: Table = Document.__table__  # type: ignore[assignment]
+    stmt = pg_insert(table)
     changed = ("title", "source_type", "source_url", "metadata", "content_hash", "chunk_count")
     return stmt.on_conflict_do_update(
-        index_elements=[Document.tenant_id, Document.collection_id, Document.external_id],
+        index_elements=[table.c.tenant_id, table.c.collection_id, table.c.external_id],
         set_={table.c[name]: stmt.excluded[name] for name in (*changed, "updated_at")},
     ).returning(
-        Document.id,
-        Document.collection_id,
-        Document.external_id,
+        table.c.id,
+        table.c.collection_id,
+        table.c.external_id,
         literal_column("xmax = 0"),  # xmax 0: a fresh insert
     )
+
+
+DOCUMENT_UPSERT = _document_upsert()

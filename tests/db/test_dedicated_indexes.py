@@ -32,7 +32,20 @@ from app.tenants import create_tenant
 from tests.conftest import DatabaseUrls
 from tests.fakes import WordHashEmbedder
 
-WORDS = "heron otter badger vole stoat marten beaver lynx wolf elk moose hare".split()
+WORDS = [
+    "heron",
+    "otter",
+    "badger",
+    "vole",
+    "stoat",
+    "marten",
+    "beaver",
+    "lynx",
+    "wolf",
+    "elk",
+    "moose",
+    "hare",
+]
 
 
 def test_plan_creates_over_the_threshold_and_drops_under_half_of_it() -> None:
