@@ -1,15 +1,18 @@
 """Similarity search over a tenant's chunks: vector (HNSW cosine), keyword (full text), hybrid.
 
-Vector mode asks the HNSW index for the nearest candidates inside a MATERIALIZED CTE ordered
-by distance, then filters them by the threshold: a threshold in the WHERE clause would turn
-the search into a sequential scan. `hnsw.iterative_scan = relaxed_order` lets the index keep
-scanning when filters (tenant via RLS, collections, metadata) drop candidates, and the btree
-on `tenant_id` lets the planner answer small tenants exactly. `hnsw.ef_search` is set
-transaction-locally, so it never leaks to the next user of a pooled connection. So is
+Vector mode is one statement: the nearest candidates from an HNSW index inside a MATERIALIZED
+CTE ordered by distance, then the threshold (in the WHERE clause it would turn the search into
+a sequential scan), a window count of what passed, and the best `top_k` joined to their
+documents and collections. Which index answers is the planner's choice, made with the tenant
+as a constant: the btree on `tenant_id` for small tenants (exact), the tenant's dedicated HNSW
+index when `rag index` gave it one (app/db/indexes.py), else the shared HNSW index, where
+`hnsw.iterative_scan = relaxed_order` keeps scanning while filters (tenant via RLS,
+collections, metadata) drop candidates. `hnsw.ef_search` is set transaction-locally, so it
+never leaks to the next user of a pooled connection. So is
 `plan_cache_mode = force_custom_plan`: asyncpg prepares statements, and after five runs
-PostgreSQL would switch to a generic plan that cannot see the query vector or the tenant and
-sorts every row of the tenant instead of using the HNSW index (14 ms instead of 6 ms for a
-5,000-row tenant, growing with the tenant).
+PostgreSQL would switch to a generic plan that cannot see the query vector or the tenant: it
+sorts every row of the tenant instead of using an HNSW index, and it could never pick a
+tenant's dedicated (partial) index.
 
 Threshold by mode: vector keeps candidates with cosine similarity >= threshold; keyword
 ignores it (lexical ranks are not comparable to similarities; `similarity` is reported for
