@@ -107,10 +107,11 @@ async def create_dedicated_index(conn: AsyncConnection, tenant_id: str) -> str:
     literal = await conn.scalar(
         text("select quote_literal(cast(:value as text))"), {"value": tenant_id}
     )
-    await conn.execute(text(f"DROP INDEX CONCURRENTLY IF EXISTS {name}"))  # a failed build
+    # IF NOT EXISTS: another `rag index` may have built it meanwhile. A failed earlier build
+    # (INVALID) is in the plan's drops, which run first.
     await conn.execute(
         text(
-            f"CREATE INDEX CONCURRENTLY {name} ON chunks"
+            f"CREATE INDEX CONCURRENTLY IF NOT EXISTS {name} ON chunks"
             f" USING hnsw (embedding vector_cosine_ops) WITH ({HNSW_OPTIONS})"
             f" WHERE tenant_id = {literal}"
         )
