@@ -137,8 +137,11 @@ async def write_versions(
         name: await collection_id(session, tenant_id=tenant_id, name=name)
         for name in sorted({v.document.collection for v in versions})
     }
+    # In key order: two batches that share documents then lock them in the same order and
+    # wait for each other instead of deadlocking.
+    in_key_order = sorted(versions, key=lambda v: (v.document.collection, v.document.external_id))
     upsert = await session.execute(
-        DOCUMENT_UPSERT, [_document_values(tenant_id, v, collections) for v in versions]
+        DOCUMENT_UPSERT, [_document_values(tenant_id, v, collections) for v in in_key_order]
     )
     written = {
         (coll_id, external_id): Written(document_id, bool(created))

@@ -13,7 +13,7 @@ from app.db.models import Collection, Document
 from app.db.tenancy import registry_transaction, tenant_transaction
 from app.embeddings.local import default_tokenizer_path
 from app.ingest.chunking import Chunker, load_tokenizer
-from app.ingest.documents import DocumentInput, ingest_document
+from app.ingest.documents import DocumentInput, ingest_document, ingest_documents
 from app.ingest.parsing import SourceType
 from app.tenants import create_tenant
 from tests.fakes import WordHashEmbedder
@@ -41,3 +41,43 @@ async def test_first_ingests_racing_to_create_a_collection_all_succeed(
     async with tenant_transaction(sessions, tenant_id) as session:
         assert await session.scalar(select(func.count()).select_from(Collection)) == 1
         assert await session.scalar(select(func.count()).select_from(Document)) == 4
+
+
+async def test_batches_sharing_documents_in_opposite_orders_do_not_deadlock(
+    app_engine: AsyncEngine,
+) -> None:
+    sessions = create_sessionmaker(app_engine)
+    tenant_id = f"overlap-{uuid.uuid4().hex[:10]}"
+    async with registry_transaction(sessions) as session:
+        await create_tenant(session, tenant_id)
+    chunker = Chunker(load_tokenizer(default_tokenizer_path()), chunk_tokens=200, overlap_tokens=20)
+    embedder = WordHashEmbedder(384)
+    keys = [f"k{i:03d}" for i in range(300)]
+    first = DocumentInput(content="Shared.", source_type=SourceType.TEXT, external_id=keys[0])
+    await ingest_document(  # the collection exists before the race
+        sessions, embedder, chunker=chunker, tenant_id=tenant_id, document=first
+    )
+    for attempt in range(3):
+        versions = [
+            DocumentInput(
+                content=f"Shared document {key}, version {attempt}.",
+                source_type=SourceType.TEXT,
+                external_id=key,
+            )
+            for key in keys
+        ]
+        forward, backward = versions, list(reversed(versions))
+        outcomes = await asyncio.gather(
+            *(
+                ingest_documents(
+                    sessions, embedder, chunker=chunker, tenant_id=tenant_id, documents=batch
+                )
+                for batch in (forward, backward)
+            ),
+            return_exceptions=True,  # a deadlock would surface here as DBAPIError
+        )
+        for outcome in outcomes:
+            assert isinstance(outcome, list), repr(outcome)
+            assert not any(isinstance(item, Exception) for item in outcome)
+    async with tenant_transaction(sessions, tenant_id) as session:
+        assert await session.scalar(select(func.count()).select_from(Document)) == 300
