@@ -75,11 +75,15 @@ from harness import (
     write_json,
 )
 from sqlalchemy import event, text
-from sqlalchemy.ext.asyncio import create_async_engine
 
 from app.auth import issue_token
-from app.db.engine import async_url
-from app.db.indexes import chunk_counts, create_dedicated_index, dedicated_indexes, plan_indexes
+from app.db.indexes import (
+    chunk_counts,
+    create_dedicated_index,
+    dedicated_indexes,
+    index_connection,
+    plan_indexes,
+)
 from app.db.tenancy import tenant_transaction
 from app.embeddings.local import LocalEmbedder
 from app.ingest.chunking import Chunker
@@ -516,14 +520,9 @@ async def load_size(
 async def dedicated_indexes_for(db: BenchDatabase, min_chunks: int) -> list[str]:
     """What `rag index --min-chunks N` does: a dedicated HNSW index per large tenant."""
     counts = await chunk_counts(db.sessions)
-    owner = create_async_engine(async_url(db.owner_url), isolation_level="AUTOCOMMIT")
-    try:
-        async with owner.connect() as conn:
-            await conn.execute(text("SET maintenance_work_mem = '1GB'"))
-            plan = plan_indexes(counts, await dedicated_indexes(conn), min_chunks=min_chunks)
-            return [await create_dedicated_index(conn, tenant_id) for tenant_id in plan.create]
-    finally:
-        await owner.dispose()
+    async with index_connection(db.owner_url, maintenance_work_mem="1GB") as conn:
+        plan = plan_indexes(counts, await dedicated_indexes(conn), min_chunks=min_chunks)
+        return [await create_dedicated_index(conn, tenant_id) for tenant_id in plan.create]
 
 
 # --- (b) service-only latency and (c) recall ----------------------------------------------------

@@ -9,17 +9,16 @@ from typing import Annotated
 import typer
 from rich.console import Console
 from rich.table import Table
-from sqlalchemy import text
-from sqlalchemy.ext.asyncio import create_async_engine
 
 from app.cli.database import database_settings
 from app.cli.settings import load_settings
-from app.db.engine import async_url, create_engine, create_sessionmaker
+from app.db.engine import create_engine, create_sessionmaker
 from app.db.indexes import (
     chunk_counts,
     create_dedicated_index,
     dedicated_indexes,
     drop_dedicated_index,
+    index_connection,
     plan_indexes,
 )
 from app.settings import Settings
@@ -61,19 +60,12 @@ async def _index(
     assert settings.database_url is not None
     assert settings.migration_database_url is not None
     runtime = create_engine(settings.database_url.get_secret_value(), pool_size=1)
-    owner = create_async_engine(
-        async_url(settings.migration_database_url.get_secret_value()),
-        isolation_level="AUTOCOMMIT",  # CREATE/DROP INDEX CONCURRENTLY refuse a transaction
-    )
+    owner_url = settings.migration_database_url.get_secret_value()
     rows: list[tuple[str, str, str, str]] = []
     try:
         counts = await chunk_counts(create_sessionmaker(runtime))
-        async with owner.connect() as conn:
+        async with index_connection(owner_url, maintenance_work_mem=maintenance_work_mem) as conn:
             plan = plan_indexes(counts, await dedicated_indexes(conn), min_chunks=min_chunks)
-            await conn.execute(
-                text("select set_config('maintenance_work_mem', :value, false)"),
-                {"value": maintenance_work_mem},
-            )
             for index in plan.keep:
                 rows.append((index.tenant_id, str(counts.get(index.tenant_id, 0)), "kept", ""))
             for index in plan.drop:
@@ -91,7 +83,6 @@ async def _index(
                 rows.append((tenant_id, str(counts[tenant_id]), "created", _since(began)))
     finally:
         await runtime.dispose()
-        await owner.dispose()
     if dry_run:
         rows = [(t, c, a if a == "kept" else f"would be {a}", "") for t, c, a, _ in rows]
     return rows

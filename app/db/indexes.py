@@ -21,11 +21,14 @@ records its tenant in its comment; its name is a hash (tenant ids are free text)
 from __future__ import annotations
 
 import hashlib
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from dataclasses import dataclass
 
 from sqlalchemy import func, select, text
-from sqlalchemy.ext.asyncio import AsyncConnection
+from sqlalchemy.ext.asyncio import AsyncConnection, create_async_engine
 
+from app.db.engine import async_url
 from app.db.models import Chunk, Tenant
 from app.db.tenancy import SessionMaker, registry_transaction, tenant_transaction
 
@@ -68,6 +71,24 @@ async def chunk_counts(sessions: SessionMaker) -> dict[str, int]:
     return counts
 
 
+@asynccontextmanager
+async def index_connection(
+    owner_url: str, *, maintenance_work_mem: str
+) -> AsyncIterator[AsyncConnection]:
+    """A connection as the tables' owner in AUTOCOMMIT mode (CREATE/DROP INDEX CONCURRENTLY
+    refuse a transaction), with `maintenance_work_mem` for the graph builds."""
+    engine = create_async_engine(async_url(owner_url), isolation_level="AUTOCOMMIT")
+    try:
+        async with engine.connect() as conn:
+            await conn.execute(
+                text("select set_config('maintenance_work_mem', :value, false)"),
+                {"value": maintenance_work_mem},
+            )
+            yield conn
+    finally:
+        await engine.dispose()
+
+
 async def dedicated_indexes(conn: AsyncConnection) -> list[DedicatedIndex]:
     rows = await conn.execute(
         text(
@@ -102,7 +123,7 @@ def plan_indexes(
 
 
 async def create_dedicated_index(conn: AsyncConnection, tenant_id: str) -> str:
-    """Build the tenant's index CONCURRENTLY; `conn` must be in AUTOCOMMIT mode."""
+    """Build the tenant's index CONCURRENTLY, on an `index_connection`."""
     name = dedicated_index_name(tenant_id)
     literal = await conn.scalar(
         text("select quote_literal(cast(:value as text))"), {"value": tenant_id}
@@ -121,6 +142,6 @@ async def create_dedicated_index(conn: AsyncConnection, tenant_id: str) -> str:
 
 
 async def drop_dedicated_index(conn: AsyncConnection, index: DedicatedIndex) -> None:
-    """Drop it CONCURRENTLY; `conn` must be in AUTOCOMMIT mode."""
+    """Drop it CONCURRENTLY, on an `index_connection`."""
     quoted = await conn.scalar(text("select quote_ident(:name)"), {"name": index.name})
     await conn.execute(text(f"DROP INDEX CONCURRENTLY IF EXISTS {quoted}"))

@@ -172,20 +172,22 @@ async def _ingest_round(
     sessions: SessionMaker, embedder: Embedder, tenant_id: str, items: list[_Pending]
 ) -> list[tuple[_Pending, IngestResult | AppError]]:
     model_id = embedder.model_id
+    done: list[tuple[_Pending, IngestResult | AppError]] = []
+    changed: list[_Pending] = []
     async with tenant_transaction(sessions, tenant_id) as session:
         previous = await stored_versions(session, [item.key for item in items])
-        changed = [item for item in items if not _is_unchanged(item, previous, model_id)]
+        for item in items:
+            stored = previous.get(item.key)
+            if stored is not None and _is_unchanged(item, stored, model_id):
+                done.append((item, _unchanged(stored, item)))
+            else:
+                changed.append(item)
         known = await reusable_vectors(
             session,
             [previous[i.key].document_id for i in changed if i.key in previous],
             model_id=model_id,
             hashes={h for i in changed if i.document.chunks is None for h in i.prepared.hashes},
         )
-    done: list[tuple[_Pending, IngestResult | AppError]] = [
-        (item, _unchanged(previous[item.key], item))
-        for item in items
-        if _is_unchanged(item, previous, model_id)
-    ]
     fresh, failure = await _embed_missing(embedder, changed, known)
     ready = []
     for item in changed:
@@ -201,11 +203,8 @@ async def _ingest_round(
     return done
 
 
-def _is_unchanged(item: _Pending, previous: dict[DocumentKey, StoredVersion], model: str) -> bool:
-    stored = previous.get(item.key)
-    return (
-        stored is not None and stored.content_hash == item.content_hash and stored.models <= {model}
-    )
+def _is_unchanged(item: _Pending, stored: StoredVersion, model: str) -> bool:
+    return stored.content_hash == item.content_hash and stored.models <= {model}
 
 
 def _needs_embedding(item: _Pending, known: dict[str, list[float]]) -> bool:

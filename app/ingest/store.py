@@ -90,7 +90,7 @@ async def reusable_vectors(
         Chunk.embedding_model == model_id,
         Chunk.embedded_text_hash.in_(list(hashes)),
     )
-    return {text_hash: list(vector) for text_hash, vector in await session.execute(stmt)}
+    return {text_hash: vector for text_hash, vector in await session.execute(stmt)}
 
 
 async def collection_id(session: AsyncSession, *, tenant_id: str, name: str) -> uuid.UUID:
