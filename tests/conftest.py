@@ -35,7 +35,8 @@ from app.db.engine import create_engine
 from app.db.migrate import migrate
 from app.db.tenancy import SessionMaker, registry_transaction
 from app.embeddings import Embedder
-from app.embeddings.local import LocalEmbedder
+from app.embeddings.local import LocalEmbedder, default_tokenizer_path
+from app.ingest.chunking import Chunker, load_tokenizer
 from app.main import create_app
 from app.settings import EmbeddingProvider, Settings
 from app.tenants import TenantDirectory, create_tenant
@@ -219,6 +220,21 @@ def token_for(settings: Settings, tenant_id: str, scopes: str = "rag:search rag:
     )
 
 
+async def registered_tenant(
+    sessions: SessionMaker, prefix: str = "t", *, tier: str = "basic"
+) -> str:
+    """A new tenant with a unique id in the registry; its id."""
+    tenant_id = f"{prefix}-{uuid.uuid4().hex[:12]}"
+    async with registry_transaction(sessions) as session:
+        await create_tenant(session, tenant_id, tier=tier)
+    return tenant_id
+
+
+def small_chunker() -> Chunker:
+    """Chunks of 200 MiniLM tokens, overlap 20: what ingestion tests below the API use."""
+    return Chunker(load_tokenizer(default_tokenizer_path()), chunk_tokens=200, overlap_tokens=20)
+
+
 async def new_tenant(
     http: AsyncClient,
     settings: Settings,
@@ -227,9 +243,7 @@ async def new_tenant(
     tier: str = "basic",
     scopes: str = "rag:search rag:ingest",
 ) -> TenantClient:
-    tenant_id = f"t-{uuid.uuid4().hex[:12]}"
-    async with registry_transaction(sessions) as session:
-        await create_tenant(session, tenant_id, tier=tier)
+    tenant_id = await registered_tenant(sessions, tier=tier)
     headers = {"Authorization": f"Bearer {token_for(settings, tenant_id, scopes)}"}
     return TenantClient(http, tenant_id, headers)
 

@@ -3,15 +3,14 @@ tenant uses its own index (and finds the same chunks) once it exists."""
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
 from sqlalchemy import event, text
-from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
-from app.db.engine import async_url, create_sessionmaker
+from app.db.engine import create_sessionmaker
 from app.db.indexes import (
     DedicatedIndex,
     chunk_counts,
@@ -19,17 +18,15 @@ from app.db.indexes import (
     dedicated_index_name,
     dedicated_indexes,
     drop_dedicated_index,
+    index_connection,
     plan_indexes,
 )
-from app.db.tenancy import SessionMaker, registry_transaction, tenant_transaction
-from app.embeddings.local import default_tokenizer_path
-from app.ingest.chunking import Chunker, load_tokenizer
+from app.db.tenancy import SessionMaker, tenant_transaction
 from app.ingest.documents import DocumentInput, ingest_documents
 from app.ingest.parsing import SourceType
 from app.retrieval import SearchRequest, search
 from app.retrieval.search import _index_settings
-from app.tenants import create_tenant
-from tests.conftest import DatabaseUrls
+from tests.conftest import DatabaseUrls, registered_tenant, small_chunker
 from tests.fakes import WordHashEmbedder
 
 WORDS = [
@@ -70,17 +67,14 @@ def test_index_names_are_identifiers_whatever_the_tenant_id() -> None:
 
 
 @pytest.fixture
-async def owner(database: DatabaseUrls) -> AsyncIterator[AsyncEngine]:
-    engine = create_async_engine(async_url(database.owner_url), isolation_level="AUTOCOMMIT")
-    yield engine
-    await engine.dispose()
+async def owner(database: DatabaseUrls) -> AsyncIterator[AsyncConnection]:
+    async with index_connection(database.owner_url, maintenance_work_mem="64MB") as conn:
+        yield conn
 
 
 async def seeded_tenant(sessions: SessionMaker, rows: int) -> str:
-    tenant_id = f"idx-{uuid.uuid4().hex[:10]}"
-    async with registry_transaction(sessions) as session:
-        await create_tenant(session, tenant_id)
-    chunker = Chunker(load_tokenizer(default_tokenizer_path()), chunk_tokens=200, overlap_tokens=0)
+    tenant_id = await registered_tenant(sessions, "idx")
+    chunker = small_chunker()
     documents = [
         DocumentInput(
             content=" ".join(WORDS[(i * 5 + j) % len(WORDS)] for j in range(i % 7 + 2)) + f" {i}",
@@ -122,7 +116,7 @@ async def vector_plan(engine: AsyncEngine, sessions: SessionMaker, tenant_id: st
 
 
 async def test_a_search_uses_the_tenants_dedicated_index_and_finds_the_same(
-    app_engine: AsyncEngine, owner: AsyncEngine
+    app_engine: AsyncEngine, owner: AsyncConnection
 ) -> None:
     sessions = create_sessionmaker(app_engine)
     tenant_id = await seeded_tenant(sessions, 300)
@@ -132,9 +126,8 @@ async def test_a_search_uses_the_tenants_dedicated_index_and_finds_the_same(
     before = await search(sessions, embedder, tenant_id=tenant_id, request=request)
     assert (await chunk_counts(sessions))[tenant_id] == 300
 
-    async with owner.connect() as conn:
-        name = await create_dedicated_index(conn, tenant_id)
-        assert DedicatedIndex(name, tenant_id, valid=True) in await dedicated_indexes(conn)
+    name = await create_dedicated_index(owner, tenant_id)
+    assert DedicatedIndex(name, tenant_id, valid=True) in await dedicated_indexes(owner)
     try:
         assert name in await vector_plan(app_engine, sessions, tenant_id)
         elsewhere = await vector_plan(app_engine, sessions, other)
@@ -146,6 +139,5 @@ async def test_a_search_uses_the_tenants_dedicated_index_and_finds_the_same(
             count = await session.scalar(text("select count(*) from chunks"))
         assert count == 300
     finally:
-        async with owner.connect() as conn:
-            await drop_dedicated_index(conn, DedicatedIndex(name, tenant_id, valid=True))
-            assert tenant_id not in {i.tenant_id for i in await dedicated_indexes(conn)}
+        await drop_dedicated_index(owner, DedicatedIndex(name, tenant_id, valid=True))
+        assert tenant_id not in {i.tenant_id for i in await dedicated_indexes(owner)}

@@ -3,18 +3,14 @@ what it can (NUL characters, sizes), so the refusal is provoked below the API.""
 
 from __future__ import annotations
 
-import uuid
-
 from sqlalchemy import func, select
 
 from app.db.models import Chunk, Document
-from app.db.tenancy import SessionMaker, registry_transaction, tenant_transaction
-from app.embeddings.local import default_tokenizer_path
+from app.db.tenancy import SessionMaker, tenant_transaction
 from app.errors import AppError
-from app.ingest.chunking import Chunker, load_tokenizer
 from app.ingest.documents import DocumentInput, IngestResult, ingest_documents
 from app.ingest.parsing import SourceType
-from app.tenants import create_tenant
+from tests.conftest import registered_tenant, small_chunker
 from tests.fakes import WordHashEmbedder
 
 
@@ -30,10 +26,8 @@ def text(content: str, external_id: str, **extra: object) -> DocumentInput:
 async def test_a_refused_document_fails_alone_and_the_rest_is_written(
     sessions: SessionMaker,
 ) -> None:
-    tenant_id = f"batch-{uuid.uuid4().hex[:10]}"
-    async with registry_transaction(sessions) as session:
-        await create_tenant(session, tenant_id)
-    chunker = Chunker(load_tokenizer(default_tokenizer_path()), chunk_tokens=200, overlap_tokens=20)
+    tenant_id = await registered_tenant(sessions, "batch")
+    chunker = small_chunker()
     embedder = WordHashEmbedder(384)
     outcomes = await ingest_documents(
         sessions,

@@ -3,19 +3,16 @@
 from __future__ import annotations
 
 import asyncio
-import uuid
 
 from sqlalchemy import func, select
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from app.db.engine import create_sessionmaker
 from app.db.models import Collection, Document
-from app.db.tenancy import registry_transaction, tenant_transaction
-from app.embeddings.local import default_tokenizer_path
-from app.ingest.chunking import Chunker, load_tokenizer
+from app.db.tenancy import tenant_transaction
 from app.ingest.documents import DocumentInput, ingest_document, ingest_documents
 from app.ingest.parsing import SourceType
-from app.tenants import create_tenant
+from tests.conftest import registered_tenant, small_chunker
 from tests.fakes import WordHashEmbedder
 
 
@@ -23,10 +20,8 @@ async def test_first_ingests_racing_to_create_a_collection_all_succeed(
     app_engine: AsyncEngine,
 ) -> None:
     sessions = create_sessionmaker(app_engine)
-    tenant_id = f"race-{uuid.uuid4().hex[:10]}"
-    async with registry_transaction(sessions) as session:
-        await create_tenant(session, tenant_id)
-    chunker = Chunker(load_tokenizer(default_tokenizer_path()), chunk_tokens=200, overlap_tokens=20)
+    tenant_id = await registered_tenant(sessions, "race")
+    chunker = small_chunker()
     embedder = WordHashEmbedder(384)
 
     async def ingest(i: int) -> None:
@@ -47,10 +42,8 @@ async def test_batches_sharing_documents_in_opposite_orders_do_not_deadlock(
     app_engine: AsyncEngine,
 ) -> None:
     sessions = create_sessionmaker(app_engine)
-    tenant_id = f"overlap-{uuid.uuid4().hex[:10]}"
-    async with registry_transaction(sessions) as session:
-        await create_tenant(session, tenant_id)
-    chunker = Chunker(load_tokenizer(default_tokenizer_path()), chunk_tokens=200, overlap_tokens=20)
+    tenant_id = await registered_tenant(sessions, "overlap")
+    chunker = small_chunker()
     embedder = WordHashEmbedder(384)
     keys = [f"k{i:03d}" for i in range(300)]
     first = DocumentInput(content="Shared.", source_type=SourceType.TEXT, external_id=keys[0])

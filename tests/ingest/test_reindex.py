@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import uuid
 from collections.abc import Sequence
 
 from sqlalchemy import func, select, text
@@ -14,16 +13,20 @@ from app.db.embedded import OWNER_ROLE, bootstrap, drop_database, with_database,
 from app.db.engine import create_engine, create_sessionmaker, vector_column_dimensions
 from app.db.migrate import migrate
 from app.db.models import Chunk
-from app.db.tenancy import SessionMaker, registry_transaction, tenant_transaction
+from app.db.tenancy import SessionMaker, tenant_transaction
 from app.embeddings import EmbeddingError
-from app.embeddings.local import default_tokenizer_path
 from app.ingest import reindex
-from app.ingest.chunking import Chunker, load_tokenizer
 from app.ingest.documents import DocumentInput, ingest_document
 from app.ingest.parsing import SourceType
 from app.retrieval import SearchRequest, search
-from app.tenants import create_tenant
-from tests.conftest import APP_PASSWORD, APP_ROLE, OWNER_PASSWORD, DatabaseUrls
+from tests.conftest import (
+    APP_PASSWORD,
+    APP_ROLE,
+    OWNER_PASSWORD,
+    DatabaseUrls,
+    registered_tenant,
+    small_chunker,
+)
 from tests.fakes import WordHashEmbedder
 
 TEXTS = [f"Document number {i} is about topic {i} and nothing else." for i in range(5)]
@@ -43,18 +46,12 @@ class FlakyEmbedder(WordHashEmbedder):
         return await super().embed_documents(texts)
 
 
-def chunker() -> Chunker:
-    return Chunker(load_tokenizer(default_tokenizer_path()), chunk_tokens=200, overlap_tokens=20)
-
-
 async def seed(sessions: SessionMaker, embedder: WordHashEmbedder) -> str:
-    tenant_id = f"rx-{uuid.uuid4().hex[:10]}"
-    async with registry_transaction(sessions) as session:
-        await create_tenant(session, tenant_id)
+    tenant_id = await registered_tenant(sessions, "rx")
     for i, body in enumerate(TEXTS):
         document = DocumentInput(content=body, source_type=SourceType.TEXT, external_id=str(i))
         await ingest_document(
-            sessions, embedder, chunker=chunker(), tenant_id=tenant_id, document=document
+            sessions, embedder, chunker=small_chunker(), tenant_id=tenant_id, document=document
         )
     return tenant_id
 
