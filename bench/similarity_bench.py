@@ -9,8 +9,8 @@ it (the service's Chunker and ingest texts; vectors cached on disk in bench/resu
 test query is compared with every chunk, a document taking its best chunk's similarity (what a
 search reports). Reported: similarity quantiles of judged-relevant documents, of all other
 documents and of each query's 1st and 5th best; and per threshold, the share of relevant
-documents at or above it, the share of other documents at or above it, and how many of a
-query's top 5 results pass it.
+documents at or above it, the share of other documents at or above it, how many of a query's
+top 5 results pass it and how many of those are judged relevant.
 """
 
 from __future__ import annotations
@@ -59,7 +59,9 @@ async def main() -> None:
     matrix = np.asarray(vectors, dtype=np.float32)
     queries, qrels = read_queries(root), read_qrels("test", root)
     picked = random.Random(7).sample(sorted(qrels), min(args.queries, len(qrels)))
-    relevant, other, firsts, fifths, passing = [], [], [], [], {t: [] for t in THRESHOLDS}
+    relevant, other, firsts, fifths = [], [], [], []
+    passing: dict[float, list[int]] = {t: [] for t in THRESHOLDS}
+    hits: dict[float, list[int]] = {t: [] for t in THRESHOLDS}
     index = {doc.doc.doc_id: i for i, doc in enumerate(docs)}
     for query_id in picked:
         query = np.asarray(await embedder.embed_query(queries[query_id]), dtype=np.float32)
@@ -70,31 +72,34 @@ async def main() -> None:
         mask = np.ones(len(docs), dtype=bool)
         mask[list(judged)] = False
         other.extend(best[mask].tolist())
-        top = np.sort(best)[::-1][:5]
+        order = np.argsort(-best)[:5]
+        top = best[order]
         firsts.append(float(top[0]))
         fifths.append(float(top[-1]))
         for t in THRESHOLDS:
-            passing[t].append(int((top >= t).sum()))
+            passed = [int(i) for i, value in zip(order, top, strict=True) if value >= t]
+            passing[t].append(len(passed))
+            hits[t].extend(int(i in judged) for i in passed)
     embedder.save()
-    report(args.dataset, model.model_id, len(picked), relevant, other, firsts, fifths, passing)
-
-
-def report(
-    dataset: str,
-    model_id: str,
-    queries: int,
-    relevant: list[float],
-    other: list[float],
-    firsts: list[float],
-    fifths: list[float],
-    passing: dict[float, list[int]],
-) -> None:
     groups = {
         "relevant documents": relevant,
         "other documents": other,
         "best result": firsts,
         "5th result": fifths,
     }
+    report(args.dataset, model.model_id, len(picked), groups, passing, hits)
+
+
+def report(
+    dataset: str,
+    model_id: str,
+    queries: int,
+    groups: dict[str, list[float]],
+    passing: dict[float, list[int]],
+    hits: dict[float, list[int]],
+) -> None:
+    relevant = np.asarray(groups["relevant documents"])
+    other = np.asarray(groups["other documents"])
     rows = [[name, *(f"{quantile(v, q):.3f}" for q in QUANTILES)] for name, v in groups.items()]
     print_table(
         f"{dataset}, {model_id}, {queries} queries: similarity quantiles",
@@ -104,15 +109,22 @@ def report(
     per_threshold = [
         [
             t,
-            f"{np.mean(np.asarray(relevant) >= t):.1%}",
-            f"{np.mean(np.asarray(other) >= t):.2%}",
+            f"{np.mean(relevant >= t):.1%}",
+            f"{np.mean(other >= t):.2%}",
             f"{np.mean(passing[t]):.2f}",
+            f"{np.mean(hits[t]):.0%}" if hits[t] else "-",
         ]
         for t in THRESHOLDS
     ]
     print_table(
         "per threshold",
-        ["threshold", "relevant kept", "others kept", "top-5 results passing (mean)"],
+        [
+            "threshold",
+            "relevant kept",
+            "others kept",
+            "top-5 results passing (mean)",
+            "of which judged relevant",
+        ],
         per_threshold,
     )
     write_json(
@@ -120,7 +132,7 @@ def report(
         {
             "model": model_id,
             "queries": queries,
-            "quantiles": {name: {q: quantile(v, q) for q in QUANTILES} for name, v in groups.items()},
+            "quantiles": {n: {q: quantile(v, q) for q in QUANTILES} for n, v in groups.items()},
             "thresholds": {str(row[0]): row[1:] for row in per_threshold},
         },
     )

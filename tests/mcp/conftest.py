@@ -13,7 +13,7 @@ from fastapi import FastAPI
 from httpx import ASGITransport, AsyncClient, Response
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
-from mcp.types import CallToolResult, TextContent
+from mcp.types import CallToolResult, TextContent, TextResourceContents
 
 from app.db.tenancy import SessionMaker
 from app.settings import Settings
@@ -124,7 +124,16 @@ def sdk_structured(result: CallToolResult) -> Json:
     [text] = result.content
     assert isinstance(text, TextContent)
     assert json.loads(text.text) == result.structured_content
-    return result.structured_content
+    content: Json = result.structured_content
+    return content
+
+
+async def read_json(client: Client, uri: str) -> Json:
+    """A resource's JSON content, read with the SDK client."""
+    [content] = (await client.read_resource(uri)).contents
+    assert isinstance(content, TextResourceContents), content
+    parsed: Json = json.loads(content.text)
+    return parsed
 
 
 async def ingest(tenant: TenantClient, title: str, content: str, **body: object) -> Json:

@@ -4,7 +4,7 @@ allowlists of the transport."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 
 import pytest
 from httpx import ASGITransport, AsyncClient, Response
@@ -17,8 +17,9 @@ from tests.conftest import TenantClient, new_tenant, running_app, token_for
 from tests.fakes import WordHashEmbedder
 from tests.mcp.conftest import HOST, call, mcp_settings, rpc
 
-LIST_TOOLS = ("tools/list", {})
-SEARCH = ("tools/call", {"name": "search_similar", "arguments": {"query": "fox"}})
+Call = tuple[str, dict[str, object]]
+LIST_TOOLS: Call = ("tools/list", {})
+SEARCH: Call = ("tools/call", {"name": "search_similar", "arguments": {"query": "fox"}})
 
 
 def assert_refused(response: Response, status: int) -> str:
@@ -33,9 +34,7 @@ def assert_refused(response: Response, status: int) -> str:
 
 
 @pytest.mark.parametrize("method", [LIST_TOOLS, SEARCH])
-async def test_no_token_is_401_with_a_bearer_challenge(
-    http: AsyncClient, method: tuple[str, dict[str, object]]
-) -> None:
+async def test_no_token_is_401_with_a_bearer_challenge(http: AsyncClient, method: Call) -> None:
     response = await rpc(http, *method)
     assert_refused(response, 401)
     assert response.headers["www-authenticate"] == "Bearer"
@@ -96,7 +95,7 @@ BUDGET = 3
 @pytest.fixture
 async def limited(
     settings: Settings, sessions: SessionMaker, embedder: WordHashEmbedder
-) -> AsyncClient:
+) -> AsyncIterator[AsyncClient]:
     tiers = {"basic": BUDGET, "pro": 10}
     app_settings = mcp_settings(settings, rate_limit_tiers=tiers, rate_limit_window_seconds=60)
     async with (

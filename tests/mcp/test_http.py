@@ -16,6 +16,7 @@ from tests.mcp.conftest import (
     call,
     ingest,
     mcp_client,
+    read_json,
     rpc,
     sdk_structured,
     structured,
@@ -150,16 +151,14 @@ async def test_resources_list_collections_with_document_counts(
             t.uri_template for t in (await client.list_resource_templates()).resource_templates
         }
         assert templates == {"rag://collections/{name}", "rag://documents/{document_id}"}
-        listing = json.loads((await client.read_resource("rag://collections")).contents[0].text)
+        listing = await read_json(client, "rag://collections")
         counts = {c["name"]: (c["documents"], c["chunks"]) for c in listing["collections"]}
         assert counts == {"default": (1, 1), "guides": (1, 1)}
         assert listing["total_documents"] == 2
         guides = next(c for c in listing["collections"] if c["name"] == "guides")
-        detail = json.loads((await client.read_resource(guides["uri"])).contents[0].text)
+        detail = await read_json(client, guides["uri"])
         assert [d["title"] for d in detail["latest"]] == ["API guide"]
-        document = json.loads(
-            (await client.read_resource(detail["latest"][0]["url"])).contents[0].text
-        )
+        document = await read_json(client, detail["latest"][0]["url"])
         assert document["text"] == API_GUIDE
 
 
