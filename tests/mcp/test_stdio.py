@@ -4,7 +4,6 @@ test commits a tenant of its own and deletes it at the end."""
 
 from __future__ import annotations
 
-import subprocess
 import sys
 import uuid
 from collections.abc import AsyncIterator
@@ -19,8 +18,11 @@ from app.db.embedded import with_database
 from app.db.engine import create_sessionmaker
 from app.db.tenancy import SessionMaker, registry_transaction
 from app.embeddings.local import LocalEmbedder
+from app.errors import Forbidden
 from app.ingest.documents import DocumentInput, IngestResult, ingest_documents
 from app.ingest.parsing import SourceType
+from app.mcp.stdio import serve_stdio
+from app.settings import Settings
 from app.tenants import create_tenant
 from tests.conftest import DatabaseUrls, small_chunker
 from tests.mcp.conftest import read_json, sdk_structured
@@ -101,17 +103,9 @@ async def test_rag_mcp_serves_the_tools_over_stdio(
         assert missing.is_error
 
 
-def test_rag_mcp_refuses_an_unknown_tenant_before_loading_anything(
-    database: DatabaseUrls, tmp_path: Path
+async def test_stdio_refuses_an_unknown_tenant_before_loading_the_model(
+    settings: Settings,
 ) -> None:
-    result = subprocess.run(
-        [*RAG, "mcp", "--tenant", "nobody-here"],
-        env={**environment(database, tmp_path), "PATH": "/usr/bin:/bin"},
-        stdin=subprocess.DEVNULL,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert result.returncode == 2, result.stderr
-    assert "tenant 'nobody-here' does not exist" in result.stderr
-    assert result.stdout == ""
+    """What `rag mcp` reports (exit status 2, the detail on stderr) before reading stdin."""
+    with pytest.raises(Forbidden, match="tenant 'nobody-here' does not exist"):
+        await serve_stdio(settings, "nobody-here")
