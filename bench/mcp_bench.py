@@ -18,14 +18,17 @@ The same `--queries` NFCorpus query texts, warmed once on every path (so the que
 comes from the server's LRU cache and the pages are hot: what is left is the door), then
 `--rounds` rounds in which each query goes through the three paths back to back, the order
 rotating per query, so machine load hits all alike. Reported: P50/P95 per path, and the median
-of the per-query differences to REST (the overhead). The first query's results are checked to
-be the same chunks through both doors.
+of the per-query differences to REST (the overhead). Then the server's own CPU time per request
+on each path (user + system of the `rag serve` process, from /proc, over `--rounds` blocks of
+all queries per path, the order rotating per round): unlike latency, it hardly moves with the
+machine's load. The first query's results are checked to be the same chunks through both doors.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import os
 import statistics
 import time
 from pathlib import Path
@@ -134,6 +137,32 @@ async def measure(paths: Paths, queries: list[str], rounds: int) -> dict[str, li
     return samples
 
 
+def server_cpu_seconds() -> float:
+    """User + system CPU time so far of the `rag serve` child process (Linux /proc)."""
+    total = 0.0
+    for task in Path("/proc/self/task").iterdir():
+        for pid in (task / "children").read_text().split():
+            if b"serve" not in Path(f"/proc/{pid}/cmdline").read_bytes():
+                continue  # the embedded PostgreSQL is a child too
+            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+            total += (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    return total
+
+
+async def server_cpu(paths: Paths, queries: list[str], rounds: int) -> dict[str, float]:
+    """The server's CPU milliseconds per request on each path."""
+    spent = dict.fromkeys(PATHS, 0.0)
+    for round_ in range(rounds):
+        shift = round_ % len(PATHS)
+        for name in PATHS[shift:] + PATHS[:shift]:
+            before = server_cpu_seconds()
+            for query in queries:
+                await paths.calls[name](query)
+            spent[name] += server_cpu_seconds() - before
+    requests = rounds * len(queries)
+    return {name: round(seconds * 1000 / requests, 3) for name, seconds in spent.items()}
+
+
 async def run(args: argparse.Namespace) -> dict[str, Any]:
     async with bench_database(superuser_url=args.database_url) as db:
         await create_tenants(db.sessions, [TENANT])
@@ -152,7 +181,9 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
                     streamable_http_client(f"{url}/mcp", http_client=transport), mode="2026-07-28"
                 ) as sdk,
             ):
-                samples = await measure(Paths(rest, sdk), queries, args.rounds)
+                paths = Paths(rest, sdk)
+                samples = await measure(paths, queries, args.rounds)
+                cpu = await server_cpu(paths, queries, args.rounds)
     rest = samples[PATHS[0]]
     rows = []
     for name, values in samples.items():
@@ -162,6 +193,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
                 "path": name,
                 **latency_summary(values),
                 "overhead_p50_ms": round(statistics.median(paired), 3),
+                "server_cpu_ms": cpu[name],
             }
         )
     return {"chunks": chunks, "queries": len(queries), "rounds": args.rounds, "rows": rows}
@@ -181,9 +213,17 @@ def main() -> None:
     print_table(
         f"search_similar over MCP vs POST /api/rag/search: {result['chunks']} chunks, "
         f"{result['queries']} queries x {result['rounds']} rounds, cached query embeddings",
-        ["path", "n", "P50 ms", "P95 ms", "P99 ms", "median overhead vs REST ms"],
+        ["path", "n", "P50 ms", "P95 ms", "P99 ms", "median overhead ms", "server CPU ms/req"],
         [
-            [r["path"], r["n"], r["p50_ms"], r["p95_ms"], r["p99_ms"], r["overhead_p50_ms"]]
+            [
+                r["path"],
+                r["n"],
+                r["p50_ms"],
+                r["p95_ms"],
+                r["p99_ms"],
+                r["overhead_p50_ms"],
+                r["server_cpu_ms"],
+            ]
             for r in result["rows"]
         ],
     )

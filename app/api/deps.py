@@ -29,7 +29,8 @@ __all__ = [
 ]
 
 
-def get_resources(request: Request) -> Resources:
+async def get_resources(request: Request) -> Resources:
+    """Async on purpose: FastAPI runs a plain `def` dependency on a worker thread."""
     resources: Resources = request.state.resources
     return resources
 

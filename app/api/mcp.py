@@ -28,8 +28,8 @@ router = APIRouter(tags=["mcp"])
 McpCaller = Annotated[Caller, Depends(admission(SCOPE_SEARCH))]
 
 
-def get_mcp_http(request: Request) -> McpHttp:
-    """The MCP transport the lifespan runs (beside the resources)."""
+async def get_mcp_http(request: Request) -> McpHttp:
+    """The MCP transport the lifespan runs (beside the resources); async like get_resources."""
     transport: McpHttp = request.state.mcp
     return transport
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
-from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver import MCPServer, ResourceSecurity
 from mcp.types import ToolAnnotations
 
 from app import __version__
@@ -122,6 +122,10 @@ def build_server(settings: Settings, model_id: str) -> MCPServer:
         ("rag://collections/{name}", catalog.collection, "A collection and its latest documents."),
         ("rag://documents/{document_id}", catalog.document, "A document's text and citation."),
     )
+    # Values are looked up in the database, never used as paths: a collection may be "a/../b".
+    as_data = ResourceSecurity(exempt_params={"name", "document_id"})
     for uri, read, description in resources:
-        server.resource(uri, description=description, mime_type="application/json")(read)
+        server.resource(
+            uri, description=description, mime_type="application/json", security=as_data
+        )(read)
     return server

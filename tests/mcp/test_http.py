@@ -160,6 +160,10 @@ async def test_resources_list_collections_with_document_counts(
         assert [d["title"] for d in detail["latest"]] == ["API guide"]
         document = await read_json(client, detail["latest"][0]["url"])
         assert document["text"] == API_GUIDE
+        await ingest(tenant, "Odd", "odd names", collection="team docs/../2026")
+        odd = await read_json(client, "rag://collections/team%20docs%2F..%2F2026")
+        assert (odd["name"], odd["documents"]) == ("team docs/../2026", 1)
+        assert odd["uri"] == "rag://collections/team%20docs%2F..%2F2026"
 
 
 async def test_bad_calls_are_tool_errors_with_clear_messages(
