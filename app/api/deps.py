@@ -24,6 +24,7 @@ __all__ = [
     "IngestCaller",
     "ResourcesDep",
     "SearchCaller",
+    "admission",
     "gate",
     "get_resources",
 ]
