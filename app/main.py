@@ -9,10 +9,11 @@ from fastapi import FastAPI
 
 import app.db.tenancy  # noqa: F401  (registers the tenant hook once)
 from app import __version__
-from app.api import admin, context, documents, health, metrics, search
+from app.api import admin, context, documents, health, mcp, metrics, search
 from app.api.middleware import BodyLimit, RateLimitHeaders
 from app.api.problems import install_error_handlers
 from app.embeddings import Embedder
+from app.mcp.http import serve_http
 from app.resources import open_resources
 from app.settings import Settings
 
@@ -23,8 +24,11 @@ def create_app(settings: Settings | None = None, *, embedder: Embedder | None = 
 
     @asynccontextmanager
     async def lifespan(_app: FastAPI) -> AsyncIterator[dict[str, object]]:
-        async with open_resources(settings, embedder=embedder) as resources:
-            yield {"resources": resources}
+        async with (
+            open_resources(settings, embedder=embedder) as resources,
+            serve_http(settings, resources.embedder.model_id) as mcp_http,
+        ):
+            yield {"resources": resources, "mcp": mcp_http}
 
     app = FastAPI(
         title="RAG retrieval service",
@@ -35,6 +39,6 @@ def create_app(settings: Settings | None = None, *, embedder: Embedder | None = 
     install_error_handlers(app)
     app.add_middleware(RateLimitHeaders)
     app.add_middleware(BodyLimit, max_bytes=settings.upload_max_bytes)
-    for module in (health, metrics, documents, search, context, admin):
+    for module in (health, metrics, documents, search, context, admin, mcp):
         app.include_router(module.router)
     return app

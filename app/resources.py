@@ -43,12 +43,13 @@ class Resources:
 
 @asynccontextmanager
 async def open_resources(
-    settings: Settings, *, embedder: Embedder | None = None
+    settings: Settings, *, embedder: Embedder | None = None, verifier: TokenVerifier | None = None
 ) -> AsyncIterator[Resources]:
-    """Everything a request may need; `embedder` replaces the configured one (tests)."""
+    """Everything a request may need; `embedder` replaces the configured one (tests), and
+    `verifier` the one the settings describe (`rag mcp` over stdio takes no tokens)."""
     if settings.database_url is None:
         raise ServiceUnavailable("RAG_DATABASE_URL is not set (`rag serve` embeds one)")
-    verifier = TokenVerifier.from_settings(settings)
+    verifier = verifier or TokenVerifier.from_settings(settings)
     engine = create_engine(
         settings.database_url.get_secret_value(), pool_size=settings.db_pool_size
     )

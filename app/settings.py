@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import secrets
 from enum import StrEnum
 from pathlib import Path
@@ -21,6 +22,9 @@ class EmbeddingProvider(StrEnum):
 class RedisFailurePolicy(StrEnum):
     FAIL_OPEN = "fail_open"
     FAIL_CLOSED = "fail_closed"
+
+
+LOCAL_HOSTS = ("127.0.0.1:*", "localhost:*", "[::1]:*", "127.0.0.1", "localhost", "[::1]")
 
 
 def default_data_dir() -> Path:
@@ -81,6 +85,11 @@ class Settings(BaseSettings):
     dedicated_index_min_chunks: int = Field(default=5_000, ge=1)  # `rag index`
     query_max_chars: int = Field(default=10_000, ge=1)
 
+    # MCP at /mcp (transport security against DNS rebinding: Host and Origin allowlists;
+    # "host:*" allows any port, "*" alone turns the check off, e.g. behind a proxy that sets Host)
+    mcp_allowed_hosts: Annotated[list[str], NoDecode] = list(LOCAL_HOSTS)
+    mcp_allowed_origins: Annotated[list[str], NoDecode] = [f"http://{h}" for h in LOCAL_HOSTS]
+
     # ingest
     chunk_tokens: int = Field(default=300, ge=32, le=8192)
     chunk_overlap_tokens: int = Field(default=50, ge=0)
@@ -91,6 +100,16 @@ class Settings(BaseSettings):
     @classmethod
     def _split_algorithms(cls, value: object) -> object:
         if isinstance(value, str):
+            return [part.strip() for part in value.replace(",", " ").split() if part.strip()]
+        return value
+
+    @field_validator("mcp_allowed_hosts", "mcp_allowed_origins", mode="before")
+    @classmethod
+    def _split_lists(cls, value: object) -> object:
+        """Comma- or space-separated in the environment (a JSON list works too)."""
+        if isinstance(value, str):
+            if value.strip().startswith("["):
+                return json.loads(value)
             return [part.strip() for part in value.replace(",", " ").split() if part.strip()]
         return value
 

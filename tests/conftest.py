@@ -17,11 +17,13 @@ from pathlib import Path
 
 import pytest
 import redis
+from fastapi import FastAPI
 from httpx import ASGITransport, AsyncClient
 from pydantic import SecretStr
 from sqlalchemy.ext.asyncio import AsyncEngine, async_sessionmaker
 
 from app.api.deps import get_resources
+from app.api.mcp import get_mcp_http
 from app.auth import issue_token
 from app.db.embedded import (
     OWNER_ROLE,
@@ -192,6 +194,17 @@ async def client(
 async def app_client(
     settings: Settings, sessions: SessionMaker, embedder: Embedder
 ) -> AsyncIterator[AsyncClient]:
+    async with running_app(settings, sessions, embedder) as app:
+        transport = ASGITransport(app=app)
+        async with AsyncClient(transport=transport, base_url="http://test") as http:
+            yield http
+
+
+@asynccontextmanager
+async def running_app(
+    settings: Settings, sessions: SessionMaker, embedder: Embedder
+) -> AsyncIterator[FastAPI]:
+    """The app, its lifespan entered, its sessions joining the test's transaction."""
     app = create_app(settings, embedder=embedder)
     async with app.router.lifespan_context(app) as state:
         assert state is not None
@@ -200,9 +213,8 @@ async def app_client(
             resources, tenants=TenantDirectory(sessions, ttl_seconds=settings.tenant_cache_seconds)
         )
         app.dependency_overrides[get_resources] = lambda: resources
-        transport = ASGITransport(app=app)
-        async with AsyncClient(transport=transport, base_url="http://test") as http:
-            yield http
+        app.dependency_overrides[get_mcp_http] = lambda: state["mcp"]
+        yield app
 
 
 @dataclass(frozen=True, slots=True)

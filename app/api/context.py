@@ -2,16 +2,14 @@
 
 from __future__ import annotations
 
-import time
 import uuid
 from typing import Annotated, Self
 
-import anyio
 from fastapi import APIRouter
 from pydantic import BaseModel, Field
 
 from app.api.deps import ResourcesDep, SearchCaller
-from app.api.search import run_search
+from app.api.search import request_of
 from app.api.search_models import ChunkOut, SearchIn, Timings
 from app.citations import (
     DEFAULT_MAX_CHARS,
@@ -19,8 +17,8 @@ from app.citations import (
     Citation,
     CitationStyle,
     ContextMetrics,
-    build_context_with_citations,
 )
+from app.retrieval import retrieve_context
 
 router = APIRouter(prefix="/api/rag", tags=["context"])
 
@@ -95,24 +93,24 @@ async def build_context(
     body: ContextIn, caller: SearchCaller, resources: ResourcesDep
 ) -> ContextOut:
     """The most relevant chunks as a numbered context block with citations."""
-    outcome, _threshold = await run_search(resources, caller.tenant_id, body)
-    started = time.perf_counter()
-    result = await anyio.to_thread.run_sync(
-        lambda: build_context_with_citations(
-            outcome.hits,
-            resources.token_counter,
-            style=body.style,
-            max_tokens=body.max_tokens,
-            max_chars=body.max_chars_per_chunk,
-        )
+    outcome = await retrieve_context(
+        resources.sessions,
+        resources.embedder,
+        resources.token_counter,
+        tenant_id=caller.tenant_id,
+        request=request_of(resources, body),
+        style=body.style,
+        max_tokens=body.max_tokens,
+        max_chars=body.max_chars_per_chunk,
     )
+    built = outcome.built
     return ContextOut(
-        context=result.context,
-        citations=[CitationOut.of(c) for c in result.citations],
-        metrics=MetricsOut.of(result.metrics),
-        chunks=[ChunkOut.of(hit) for hit in result.used],
-        dropped=result.dropped,
-        total_found=outcome.total_found,
-        timings=Timings.of(outcome),
-        context_ms=round((time.perf_counter() - started) * 1000, 3),
+        context=built.context,
+        citations=[CitationOut.of(c) for c in built.citations],
+        metrics=MetricsOut.of(built.metrics),
+        chunks=[ChunkOut.of(hit) for hit in built.used],
+        dropped=built.dropped,
+        total_found=outcome.found.total_found,
+        timings=Timings.of(outcome.found),
+        context_ms=outcome.context_ms,
     )

@@ -1,4 +1,4 @@
-"""Dependency wiring: the request gate (token, tenant, scope, rate limit) and typed aliases.
+"""Dependency wiring: the request gate (app/gate.py) and typed aliases.
 
 Every `/api/*` route depends on one of the `*Caller` aliases, so it passes the gate before
 any database or embedding work: bearer token -> principal (401), X-Tenant-ID check (403),
@@ -8,79 +8,62 @@ scope (403), tenant exists and is active (403), rate limit per tenant (429).
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
 from typing import Annotated
 
 from fastapi import Depends, Header, Request
 
 from app.api.middleware import RATE_LIMIT_HEADERS_STATE
-from app.auth import (
-    SCOPE_ADMIN,
-    SCOPE_INGEST,
-    SCOPE_SEARCH,
-    Principal,
-    principal_from_authorization,
-)
-from app.errors import Forbidden
-from app.ratelimit import limit_for_tier, raise_if_denied, rate_limit_headers
+from app.auth import SCOPE_ADMIN, SCOPE_INGEST, SCOPE_SEARCH
+from app.gate import Caller, admit, spend
+from app.ratelimit import raise_if_denied, rate_limit_headers
 from app.resources import Resources
-from app.tenants import TenantInfo
+
+__all__ = [
+    "AdminCaller",
+    "Caller",
+    "IngestCaller",
+    "ResourcesDep",
+    "SearchCaller",
+    "admission",
+    "gate",
+    "get_resources",
+]
 
 
-def get_resources(request: Request) -> Resources:
+async def get_resources(request: Request) -> Resources:
+    """Async on purpose: FastAPI runs a plain `def` dependency on a worker thread."""
     resources: Resources = request.state.resources
     return resources
 
 
 ResourcesDep = Annotated[Resources, Depends(get_resources)]
+AuthorizationHeader = Annotated[str | None, Header(include_in_schema=False)]
+TenantHeader = Annotated[str | None, Header(description="Act for this tenant.")]
 
 
-@dataclass(frozen=True, slots=True)
-class Caller:
-    """Who is calling and for which tenant (an admin may act for another one)."""
+def admission(scope: str) -> Callable[..., Awaitable[Caller]]:
+    """The gate without the rate limit: for doors that spend the budget per operation (MCP)."""
 
-    principal: Principal
-    tenant: TenantInfo
+    async def check(
+        resources: ResourcesDep,
+        authorization: AuthorizationHeader = None,
+        x_tenant_id: TenantHeader = None,
+    ) -> Caller:
+        return await admit(resources, authorization, scope=scope, acting_for=x_tenant_id)
 
-    @property
-    def tenant_id(self) -> str:
-        return self.tenant.id
-
-
-def authenticate(
-    resources: ResourcesDep,
-    authorization: Annotated[str | None, Header(include_in_schema=False)] = None,
-) -> Principal:
-    return principal_from_authorization(authorization, resources.verifier)
-
-
-def _acting_tenant(principal: Principal, header: str | None) -> str:
-    if header is None or header == principal.tenant_id:
-        return principal.tenant_id
-    if principal.has_scope(SCOPE_ADMIN):
-        return header
-    raise Forbidden("X-Tenant-ID does not match the token's tenant (only rag:admin may differ)")
+    return check
 
 
 def gate(scope: str) -> Callable[..., Awaitable[Caller]]:
-    async def check(
-        request: Request,
-        resources: ResourcesDep,
-        principal: Annotated[Principal, Depends(authenticate)],
-        x_tenant_id: Annotated[str | None, Header(description="Act for this tenant.")] = None,
-    ) -> Caller:
-        if not principal.has_scope(scope):
-            raise Forbidden(f"this endpoint needs the {scope} scope")
-        tenant = await resources.tenants.require_active(_acting_tenant(principal, x_tenant_id))
-        settings = resources.settings
-        decision = await resources.limiter.hit(
-            f"tenant:{tenant.id}",
-            limit=limit_for_tier(settings, tenant.tier),
-            window_seconds=settings.rate_limit_window_seconds,
-        )
+    """The whole gate, one request spent from the tenant's budget (its headers on the reply)."""
+
+    admitted = Depends(admission(scope))  # a default: an annotation here could not see `scope`
+
+    async def check(request: Request, resources: ResourcesDep, caller: Caller = admitted) -> Caller:
+        decision = await spend(resources, caller)
         setattr(request.state, RATE_LIMIT_HEADERS_STATE, rate_limit_headers(decision))
         raise_if_denied(decision)
-        return Caller(principal=principal, tenant=tenant)
+        return caller
 
     return check
 

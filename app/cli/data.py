@@ -18,7 +18,7 @@ from app.cli.settings import load_settings
 from app.errors import AppError
 from app.ingest import reindex as reindexing
 from app.ingest.store import DEFAULT_COLLECTION
-from app.retrieval import SearchFilters, SearchMode, SearchOutcome, SearchRequest
+from app.retrieval import SearchFilters, SearchMode, SearchOutcome, search_request
 from app.retrieval import search as run_search
 from app.settings import Settings
 
@@ -74,24 +74,46 @@ def search(
     collection: Annotated[list[str] | None, typer.Option(help="Only these collections.")] = None,
 ) -> None:
     """Search a tenant's documents and print the best chunks as a table."""
-    request = SearchRequest(
-        query=query.strip(),
-        mode=mode,
-        top_k=max_results,
-        threshold=threshold,
-        filters=SearchFilters(collections=collection or None),
-    )
-    if not request.query:
+    if not query.strip():
         errors.print("[red]error:[/red] the query is empty")
         raise typer.Exit(2)
     with database_settings(load_settings()) as settings:
-        outcome = asyncio.run(_search(settings, tenant, request))
-    Console().print(results_table(outcome, query=request.query))
+        outcome = asyncio.run(
+            _search(
+                settings,
+                tenant,
+                query=query.strip(),
+                mode=mode,
+                top_k=max_results,
+                threshold=threshold,
+                filters=SearchFilters(collections=collection or None),
+            )
+        )
+    Console().print(results_table(outcome, query=query.strip()))
 
 
-async def _search(settings: Settings, tenant: str, request: SearchRequest) -> SearchOutcome:
+async def _search(
+    settings: Settings,
+    tenant: str,
+    *,
+    query: str,
+    mode: SearchMode,
+    top_k: int,
+    threshold: float | None,
+    filters: SearchFilters,
+) -> SearchOutcome:
+    """The same search POST /api/rag/search runs for these inputs (retrieval/requests.py)."""
     try:
         async with open_services(settings, tenant_id=tenant) as services:
+            request = search_request(
+                settings,
+                services.embedder.model_id,
+                query=query,
+                mode=mode,
+                top_k=top_k,
+                threshold=threshold,
+                filters=filters,
+            )
             return await run_search(
                 services.sessions, services.embedder, tenant_id=tenant, request=request
             )

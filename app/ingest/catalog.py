@@ -70,3 +70,28 @@ async def tenant_stats(session: AsyncSession) -> TenantStats:
     by_model = select(Chunk.embedding_model, func.count()).group_by(Chunk.embedding_model)
     models = {model: count for model, count in await session.execute(by_model)}
     return TenantStats(documents, sum(models.values()), collections, models)
+
+
+@dataclass(frozen=True, slots=True)
+class CollectionCount:
+    name: str
+    documents: int
+    chunks: int
+
+
+async def collection_counts(session: AsyncSession) -> list[CollectionCount]:
+    """The session tenant's collections by name, with their document and chunk counts."""
+    stmt = (
+        select(
+            Collection.name,
+            func.count(Document.id),
+            func.coalesce(func.sum(Document.chunk_count), 0),
+        )
+        .outerjoin(Document, Document.collection_id == Collection.id)
+        .group_by(Collection.id, Collection.name)
+        .order_by(Collection.name)
+    )
+    return [
+        CollectionCount(name, docs, int(chunks))
+        for name, docs, chunks in await session.execute(stmt)
+    ]

@@ -1,15 +1,23 @@
-"""Nearest-chunk search with pgvector, keyword search, hybrid ranking."""
+"""Nearest-chunk search with pgvector, keyword search, hybrid ranking; context; fetch by id."""
 
+from app.retrieval.context import ContextOutcome, retrieve_context
+from app.retrieval.fetch import Fetched, fetch_item
 from app.retrieval.filters import MetadataCondition, SearchFilters
+from app.retrieval.requests import search_request
 from app.retrieval.search import Hit, SearchMode, SearchOutcome, SearchRequest, fuse, search
 
 __all__ = [
+    "ContextOutcome",
+    "Fetched",
     "Hit",
     "MetadataCondition",
     "SearchFilters",
     "SearchMode",
     "SearchOutcome",
     "SearchRequest",
+    "fetch_item",
     "fuse",
+    "retrieve_context",
     "search",
+    "search_request",
 ]

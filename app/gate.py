@@ -1,0 +1,69 @@
+"""The gate every door passes (HTTP API, MCP over HTTP, MCP over stdio).
+
+`admit`: bearer token -> principal (401), X-Tenant-ID check (403; only rag:admin may act for
+another tenant), scope (403), the acting tenant exists and is active (403). `spend`: one request
+from the tenant's rate-limit budget, under one key per tenant whichever door spends it, so
+REST and MCP share a budget. No FastAPI here: `api/deps.py` and `app/mcp` wire it in.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from app.auth import SCOPE_ADMIN, Principal, principal_from_authorization
+from app.errors import Forbidden
+from app.ratelimit import Decision, limit_for_tier
+from app.resources import Resources
+from app.tenants import TenantInfo
+
+
+@dataclass(frozen=True, slots=True)
+class Caller:
+    """Who is calling and for which tenant (an admin may act for another one)."""
+
+    principal: Principal
+    tenant: TenantInfo
+
+    @property
+    def tenant_id(self) -> str:
+        return self.tenant.id
+
+
+async def admit(
+    resources: Resources, authorization: str | None, *, scope: str, acting_for: str | None = None
+) -> Caller:
+    """The caller of an `Authorization` header value, allowed `scope` for the acting tenant."""
+    principal = principal_from_authorization(authorization, resources.verifier)
+    return await authorize(resources, principal, scope=scope, acting_for=acting_for)
+
+
+async def authorize(
+    resources: Resources, principal: Principal, *, scope: str, acting_for: str | None = None
+) -> Caller:
+    """The caller `principal` is, when it has `scope` and its acting tenant is active."""
+    if not principal.has_scope(scope):
+        raise Forbidden(f"this endpoint needs the {scope} scope")
+    tenant = await resources.tenants.require_active(_acting_tenant(principal, acting_for))
+    return Caller(principal=principal, tenant=tenant)
+
+
+def _acting_tenant(principal: Principal, header: str | None) -> str:
+    if header is None or header == principal.tenant_id:
+        return principal.tenant_id
+    if principal.has_scope(SCOPE_ADMIN):
+        return header
+    raise Forbidden("X-Tenant-ID does not match the token's tenant (only rag:admin may differ)")
+
+
+def rate_limit_key(tenant_id: str) -> str:
+    return f"tenant:{tenant_id}"
+
+
+async def spend(resources: Resources, caller: Caller) -> Decision:
+    """Count one request against the caller's tenant; the decision says whether it may go on."""
+    settings = resources.settings
+    return await resources.limiter.hit(
+        rate_limit_key(caller.tenant_id),
+        limit=limit_for_tier(settings, caller.tenant.tier),
+        window_seconds=settings.rate_limit_window_seconds,
+    )

@@ -1,0 +1,147 @@
+"""The MCP tools: doors onto the same domain functions as the HTTP routes.
+
+Each tool takes its arguments (validated by the SDK against its input schema), passes the gate
+(`admitted()`: tenant active, one request from the tenant's budget), builds the same
+`SearchRequest` the HTTP API builds for the same inputs (retrieval/requests.py), and shapes the
+domain's result (models.py). Tool descriptions live in server.py, where the tools are listed.
+"""
+
+from __future__ import annotations
+
+import uuid
+from typing import Annotated
+
+from pydantic import Field, StringConstraints
+
+from app.api.search_models import Filters, SearchIn, to_filters
+from app.citations import DEFAULT_MAX_TOKENS, CitationStyle
+from app.mcp.access import admitted, tool_errors
+from app.mcp.models import ContextReply, FetchedItem, SearchResults, SimilarResults
+from app.resources import Resources
+from app.retrieval import (
+    SearchFilters,
+    SearchMode,
+    SearchOutcome,
+    SearchRequest,
+    fetch_item,
+    retrieve_context,
+    search,
+    search_request,
+)
+
+Query = Annotated[
+    str,
+    StringConstraints(strip_whitespace=True, min_length=1),
+    Field(description="What to look for, in natural language (or keywords)."),
+]
+Limit = Annotated[int, Field(ge=1, le=20, description="How many chunks to return (1-20).")]
+Collections = Annotated[
+    list[Annotated[str, StringConstraints(min_length=1, max_length=128)]] | None,
+    Field(max_length=100, description="Only these collections (default: all)."),
+]
+
+
+async def _search(resources: Resources, tenant_id: str, request: SearchRequest) -> SearchOutcome:
+    return await search(
+        resources.sessions, resources.embedder, tenant_id=tenant_id, request=request
+    )
+
+
+@tool_errors
+async def search_similar(query: Query, limit: Limit = 5) -> SimilarResults:
+    access = await admitted()
+    res = access.resources
+    request = search_request(res.settings, res.embedder.model_id, query=query, top_k=limit)
+    return SimilarResults.of(await _search(res, access.caller.tenant_id, request))
+
+
+@tool_errors
+async def semantic_search(
+    query: Query,
+    limit: Limit = 5,
+    threshold: Annotated[
+        float, Field(ge=0.0, le=1.0, description="Minimum similarity (see the description).")
+    ] = 0.7,
+) -> SimilarResults:
+    access = await admitted()
+    res = access.resources
+    request = search_request(
+        res.settings, res.embedder.model_id, query=query, top_k=limit, threshold=threshold
+    )
+    return SimilarResults.of(await _search(res, access.caller.tenant_id, request))
+
+
+@tool_errors
+async def search_chunks(
+    query: Query,
+    mode: Annotated[
+        SearchMode, Field(description="hybrid (meaning + exact words), vector or keyword.")
+    ] = SearchMode.HYBRID,
+    max_results: Limit = 5,
+    collections: Collections = None,
+    filters: Annotated[
+        Filters | None,
+        Field(description="Metadata conditions, source types and document ids to keep."),
+    ] = None,
+) -> SearchResults:
+    access = await admitted()
+    res = access.resources
+    body = SearchIn(
+        query=query,
+        mode=mode,
+        max_results=max_results,
+        collections=collections,
+        filters=filters or Filters(),
+    )
+    request = search_request(
+        res.settings,
+        res.embedder.model_id,
+        query=body.query,
+        mode=body.mode,
+        top_k=body.max_results,
+        filters=to_filters(body),
+    )
+    return SearchResults.of(await _search(res, access.caller.tenant_id, request))
+
+
+@tool_errors
+async def fetch(
+    id: Annotated[uuid.UUID, Field(description="A chunk id (from search) or a document id.")],
+) -> FetchedItem:
+    access = await admitted()
+    res = access.resources
+    item = await fetch_item(res.sessions, tenant_id=access.caller.tenant_id, item_id=id)
+    return FetchedItem.of(item)
+
+
+@tool_errors
+async def get_context(
+    query: Query,
+    style: Annotated[
+        CitationStyle, Field(description="numbered, inline or compact citations.")
+    ] = CitationStyle.NUMBERED,
+    max_tokens: Annotated[
+        int, Field(ge=1, le=200_000, description="Budget for the whole context, in tokens.")
+    ] = DEFAULT_MAX_TOKENS,
+    max_results: Limit = 5,
+    collections: Collections = None,
+) -> ContextReply:
+    access = await admitted()
+    res = access.resources
+    request = search_request(
+        res.settings,
+        res.embedder.model_id,
+        query=query,
+        top_k=max_results,
+        filters=SearchFilters(collections=collections),
+    )
+    outcome = await retrieve_context(
+        res.sessions,
+        res.embedder,
+        res.token_counter,
+        tenant_id=access.caller.tenant_id,
+        request=request,
+        style=style,
+        max_tokens=max_tokens,
+    )
+    return ContextReply.of(outcome)

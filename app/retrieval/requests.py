@@ -1,0 +1,46 @@
+"""A search as a door asks for it, with the service's limits and defaults applied.
+
+Every door (POST /api/rag/search and /context, the MCP tools, `rag search`) builds its
+`SearchRequest` here, so the same inputs give the same search: the query-length limit, the
+per-model default threshold (beside the embedders), keyword mode ignoring thresholds, and the
+configured index and fusion parameters.
+"""
+
+from __future__ import annotations
+
+from app.embeddings.thresholds import default_threshold
+from app.errors import Unprocessable
+from app.retrieval.filters import SearchFilters
+from app.retrieval.search import SearchMode, SearchRequest
+from app.settings import Settings
+
+
+def search_request(
+    settings: Settings,
+    model_id: str,
+    *,
+    query: str,
+    mode: SearchMode = SearchMode.VECTOR,
+    top_k: int = 5,
+    threshold: float | None = None,
+    filters: SearchFilters | None = None,
+    ef_search: int | None = None,
+) -> SearchRequest:
+    """The request for `query`; 422 (Unprocessable) when the query is too long."""
+    if len(query) > settings.query_max_chars:
+        raise Unprocessable(
+            f"query is longer than {settings.query_max_chars} characters",
+            extra={"errors": [{"field": "query", "message": "too long"}]},
+        )
+    if threshold is None:
+        threshold = default_threshold(settings, model_id)
+    return SearchRequest(
+        query=query,
+        mode=mode,
+        top_k=top_k,
+        threshold=threshold if mode is not SearchMode.KEYWORD else None,
+        filters=filters or SearchFilters(),
+        ef_search=ef_search or settings.search_ef_search_default,
+        rrf_k=settings.search_rrf_k,
+        candidates=settings.search_candidates,
+    )
