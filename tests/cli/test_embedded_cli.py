@@ -76,7 +76,7 @@ def test_serve_answers_and_stops_cleanly_on_ctrl_c(env: dict[str, str]) -> None:
     assert not pid_file.exists(), "embedded PostgreSQL still running after Ctrl-C"
 
 
-def _wait_healthy(url: str, timeout: float = 60) -> bool:
+def _wait_healthy(url: str, timeout: float = 240) -> bool:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         try:
