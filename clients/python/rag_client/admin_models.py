@@ -58,8 +58,8 @@ class AuditEntry(Reply):
     """One admin action: who (`actor`), when, what, and the state before and after."""
 
     id: int | str
-    actor: str
     action: str
+    actor: str | None = None
     at: datetime | None = None
     tenant_id: str | None = None
     before: JsonValue = None

@@ -1,0 +1,74 @@
+"""Similar items and near-duplicates through the client (issue 11's endpoints).
+
+Skipped until those endpoints are merged (tests/client/pending.py); then every method here
+round-trips against the live service and its models are checked against the OpenAPI document.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+from rag_client import NotFound, RagClient
+from rag_client.similar_models import DedupeRequest, DedupeResult, SimilarResult
+
+from app.settings import Settings
+from tests.client.conftest import LiveService
+from tests.client.pending import requires
+from tests.client.schema_drift import drift, openapi
+
+SIMILAR_DOC = "/api/rag/documents/{document_id}/similar"
+SIMILAR_CHUNK = "/api/rag/chunks/{chunk_id}/similar"
+DEDUPE = "/api/rag/dedupe"
+TEXT = "Glaciers slowly carve deep valleys into the mountain rock over many thousands of years."
+
+
+@pytest.fixture(autouse=True)
+def _merged(settings: Settings) -> None:
+    for method, path in (("GET", SIMILAR_DOC), ("GET", SIMILAR_CHUNK), ("POST", DEDUPE)):
+        requires(settings, method, path)
+
+
+@pytest.fixture
+def rag(live: LiveService) -> Iterator[RagClient]:
+    with RagClient(live.url, live.token(live.tenant())) as client:
+        yield client
+
+
+def test_models_match_the_openapi_document(settings: Settings) -> None:
+    document = openapi(settings)
+    assert drift(document, "GET", SIMILAR_DOC, SimilarResult, reply=True) == []
+    assert drift(document, "GET", SIMILAR_CHUNK, SimilarResult, reply=True) == []
+    assert drift(document, "POST", DEDUPE, DedupeResult, reply=True) == []
+    assert drift(document, "POST", DEDUPE, DedupeRequest, reply=False) == []
+
+
+def test_similar_documents_and_chunks(rag: RagClient) -> None:
+    first = rag.ingest(TEXT, title="Glaciers", external_id="a")
+    twin = rag.ingest(TEXT + " Really.", title="Glaciers again", external_id="b")
+    rag.ingest("Bake the bread in a hot oven.", title="Bread", external_id="c")
+
+    alike = rag.similar_to_document(first.document_id, min_similarity=0.5, top_k=5)
+    assert twin.document_id in {item.document_id for item in alike.similar}
+    assert "Bread" not in {item.title for item in alike.similar}
+
+    chunk_id = rag.search("glaciers carve valleys", max_results=1).chunks[0].chunk_id
+    by_chunk = rag.similar_to_chunk(chunk_id, min_similarity=0.5, exclude_same_document=True)
+    assert by_chunk.similar
+    assert all(item.chunk_id != chunk_id for item in by_chunk.similar)
+    with pytest.raises(NotFound):
+        rag.similar_to_document("00000000-0000-0000-0000-000000000000")
+
+
+def test_dedupe_previews_then_merges(rag: RagClient) -> None:
+    first = rag.ingest(TEXT, external_id="a")
+    twin = rag.ingest(TEXT + " Really.", external_id="b")
+    preview = rag.dedupe(similarity_threshold=0.9, dry_run=True)
+    assert preview.dry_run is True
+    assert preview.total_duplicates == 1
+    [group] = preview.duplicate_groups
+    assert {group.primary_id, *group.duplicate_ids} == {first.document_id, twin.document_id}
+    assert rag.list_documents().total == 2  # a preview changes nothing
+    merged = rag.dedupe(similarity_threshold=0.9, dry_run=False)
+    assert merged.dry_run is False
+    assert rag.list_documents().total == 1
