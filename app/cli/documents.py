@@ -19,7 +19,7 @@ from app.cli.options import (
 )
 
 documents_app = typer.Typer(
-    help="List, show and delete a tenant's documents.", no_args_is_help=True
+    help="List, show and delete a tenant's documents.", no_args_is_help=True, rich_markup_mode=None
 )
 DocumentId = Annotated[uuid.UUID, typer.Argument(metavar="DOCUMENT_ID", help="A document id.")]
 
