@@ -33,6 +33,7 @@ def heavy_imports(argv: list[str], env: dict[str, str]) -> list[str]:
     run = subprocess.run(
         [str(python), "-X", "importtime", "-m", "app.cli.main", *argv[1:]],
         env=env,
+        cwd=tempfile.gettempdir(),  # not the checkout: PYTHONPATH decides which tree runs
         capture_output=True,
         text=True,
         check=False,
@@ -51,10 +52,10 @@ def main() -> None:
         argv = [args.rag, *command]
         wall(argv, env)
         times = [wall(argv, env) for _ in range(args.runs)]
-        print(
+        sys.stdout.write(
             f"rag {' '.join(command):24} median {statistics.median(times):.3f} s "
             f"(min {min(times):.3f}, max {max(times):.3f}, n={args.runs}) "
-            f"heavy imports: {', '.join(heavy_imports(argv, env)) or 'none'}"
+            f"heavy imports: {', '.join(heavy_imports(argv, env)) or 'none'}\n"
         )
 
 
