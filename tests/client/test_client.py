@@ -6,6 +6,7 @@ import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
+import httpx
 import pytest
 from rag_client import (
     CitationStyle,
@@ -150,3 +151,10 @@ def test_an_admin_acts_for_another_tenant_with_tenant(live: LiveService) -> None
     token = live.token(admin_tenant, ADMIN_SCOPES)
     with RagClient(live.url, token, tenant=other) as acting:
         assert [d.external_id for d in acting.list_documents().items] == ["bread"]
+
+
+def test_a_client_you_bring_stays_open(live: LiveService) -> None:
+    with httpx.Client(timeout=10) as own:
+        with RagClient(live.url, live.token(live.tenant()), http=own) as rag:
+            assert rag.list_documents().total == 0
+        assert not own.is_closed

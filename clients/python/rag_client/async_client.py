@@ -51,9 +51,11 @@ class AsyncRagClient:
         self._http.base_url = httpx.URL(base_url)
         self._http.headers.update(headers(token, tenant))
         self._retry = retry_policy(retries)
+        self._owns_http = http is None  # a client you bring stays yours to close
 
     async def aclose(self) -> None:
-        await self._http.aclose()
+        if self._owns_http:
+            await self._http.aclose()
 
     async def __aenter__(self) -> Self:
         return self

@@ -51,9 +51,11 @@ class RagClient:
         self._http.base_url = httpx.URL(base_url)
         self._http.headers.update(headers(token, tenant))
         self._retry = retry_policy(retries)
+        self._owns_http = http is None  # a client you bring stays yours to close
 
     def close(self) -> None:
-        self._http.close()
+        if self._owns_http:
+            self._http.close()
 
     def __enter__(self) -> Self:
         return self
