@@ -109,8 +109,11 @@ def _compare_field(
 ) -> list[str]:
     mine = _kinds(ours, client_defs, ignore_null=not reply)
     server = _kinds(theirs, server_defs, ignore_null=not reply)
+    # A reply: the client accepts whatever the server may send (a null it never gets is fine).
+    # A request: the server takes whatever the client sends (the client never sends null).
+    fits = server <= mine if reply else mine <= server
     wildcard = "any" in mine or "any" in server  # JsonValue on either side
-    if mine != server and not wildcard:
+    if not fits and not wildcard:
         return [f"{where}: client {sorted(mine)} != server {sorted(server)}"]
     problems: list[str] = []
     for sub_ours, sub_theirs in zip(

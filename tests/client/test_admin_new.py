@@ -35,7 +35,7 @@ def test_models_match_the_openapi_document(settings: Settings) -> None:
     assert drift(document, "GET", f"{TENANT}/stats", TenantStats, reply=True) == []
     tenants_query = {"status", "tier", "limit", "offset"}
     assert parameter_drift(document, "GET", "/api/admin/tenants", tenants_query) == []
-    audit_query = {"tenant_id", "actor", "limit", "offset"}
+    audit_query = {"tenant_id", "action", "actor", "limit", "offset"}
     assert parameter_drift(document, "GET", AUDIT, audit_query) == []
 
 
@@ -51,7 +51,11 @@ def test_tenants_filtered_with_counts_deleted_and_audited(live: LiveService) -> 
         counted = suspended[target]
         assert (counted.documents, counted.chunks is not None and counted.chunks >= 1) == (1, True)
         assert target not in {t.id for t in admin.iter_tenants(status="active")}
-        assert admin.tenant_stats(target).storage is not None
+        stats = admin.tenant_stats(target)
+        assert stats.storage is not None
+        assert stats.storage.total_bytes > 0
+        assert stats.traffic is not None
+        assert stats.traffic.last_day.ingests >= 1
 
         with pytest.raises(Invalid):
             admin.delete_tenant(target, confirm="something-else")

@@ -44,26 +44,48 @@ class TenantPage(Reply):
     total: int | None = None
 
 
+class Storage(Reply):
+    """The tenant's share of the shared tables and indexes, in bytes (an estimate)."""
+
+    table_bytes: int
+    index_bytes: int
+    dedicated_index_bytes: int
+    total_bytes: int
+    rows: dict[str, int]
+
+
+class Traffic(Reply):
+    searches: int
+    ingests: int
+    rate_limited: int
+
+
+class TrafficWindows(Reply):
+    last_hour: Traffic
+    last_day: Traffic
+
+
 class TenantStats(Reply):
     tenant_id: str
     documents: int
     chunks: int
     collections: int
     chunks_by_model: dict[str, int]
-    storage: dict[str, JsonValue] | None = None
-    traffic: dict[str, JsonValue] | None = None
+    storage: Storage | None = None
+    traffic: TrafficWindows | None = None
 
 
 class AuditEntry(Reply):
-    """One admin action: who (`actor`), when, what, and the state before and after."""
+    """One admin action: who (`actor`, the token's subject), when, what, before and after."""
 
-    id: int | str
+    id: int
+    at: datetime
+    actor: str
+    actor_tenant_id: str | None = None
     action: str
-    actor: str | None = None
-    at: datetime | None = None
     tenant_id: str | None = None
-    before: JsonValue = None
-    after: JsonValue = None
+    before: dict[str, JsonValue] | None = None
+    after: dict[str, JsonValue] | None = None
 
 
 class AuditPage(Reply):

@@ -183,9 +183,14 @@ class AsyncRagClient:
         return await self._send(calls.create_tenant(tenant_id, name=name, tier=tier))
 
     async def update_tenant(
-        self, tenant_id: str, *, tier: str | None = None, status: str | None = None
+        self,
+        tenant_id: str,
+        *,
+        tier: str | None = None,
+        status: str | None = None,
     ) -> Tenant:
-        return await self._send(calls.update_tenant(tenant_id, tier=tier, status=status))
+        call = calls.update_tenant(tenant_id, tier=tier, status=status)
+        return await self._send(call)
 
     async def suspend_tenant(self, tenant_id: str) -> Tenant:
         return await self.update_tenant(tenant_id, status="suspended")
@@ -204,9 +209,13 @@ class AsyncRagClient:
         self,
         *,
         tenant_id: str | None = None,
+        action: str | None = None,
         actor: str | None = None,
         limit: int | None = None,
         offset: int = 0,
     ) -> AuditPage:
-        call = calls.audit(tenant_id=tenant_id, actor=actor, limit=limit, offset=offset)
+        """Admin actions, newest first; filter by tenant, action (`tenant.suspend`) or actor."""
+        call = calls.audit(
+            tenant_id=tenant_id, action=action, actor=actor, limit=limit, offset=offset
+        )
         return await self._send(call)

@@ -250,7 +250,12 @@ def tenant_stats(tenant_id: str) -> Call[TenantStats]:
 
 
 def audit(
-    *, tenant_id: str | None, actor: str | None, limit: int | None, offset: int | None
+    *,
+    tenant_id: str | None,
+    action: str | None,
+    actor: str | None,
+    limit: int | None,
+    offset: int | None,
 ) -> Call[AuditPage]:
-    params = _params(tenant_id=tenant_id, actor=actor, limit=limit, offset=offset)
+    params = _params(tenant_id=tenant_id, action=action, actor=actor, limit=limit, offset=offset)
     return Call("GET", f"{ADMIN}/audit", _reads(AuditPage), params=params)

@@ -181,9 +181,14 @@ class RagClient:
         return self._send(calls.create_tenant(tenant_id, name=name, tier=tier))
 
     def update_tenant(
-        self, tenant_id: str, *, tier: str | None = None, status: str | None = None
+        self,
+        tenant_id: str,
+        *,
+        tier: str | None = None,
+        status: str | None = None,
     ) -> Tenant:
-        return self._send(calls.update_tenant(tenant_id, tier=tier, status=status))
+        call = calls.update_tenant(tenant_id, tier=tier, status=status)
+        return self._send(call)
 
     def suspend_tenant(self, tenant_id: str) -> Tenant:
         return self.update_tenant(tenant_id, status="suspended")
@@ -202,9 +207,13 @@ class RagClient:
         self,
         *,
         tenant_id: str | None = None,
+        action: str | None = None,
         actor: str | None = None,
         limit: int | None = None,
         offset: int = 0,
     ) -> AuditPage:
-        call = calls.audit(tenant_id=tenant_id, actor=actor, limit=limit, offset=offset)
+        """Admin actions, newest first; filter by tenant, action (`tenant.suspend`) or actor."""
+        call = calls.audit(
+            tenant_id=tenant_id, action=action, actor=actor, limit=limit, offset=offset
+        )
         return self._send(call)
