@@ -49,6 +49,7 @@ def test_similar_documents_and_chunks(rag: RagClient) -> None:
     rag.ingest("Bake the bread in a hot oven.", title="Bread", external_id="c")
 
     alike = rag.similar_to_document(first.document_id, min_similarity=0.5, top_k=5)
+    assert (alike.item_id, alike.kind, alike.similar_count) == (first.document_id, "document", 1)
     assert twin.document_id in {item.document_id for item in alike.similar}
     assert "Bread" not in {item.title for item in alike.similar}
 
@@ -64,11 +65,12 @@ def test_dedupe_previews_then_merges(rag: RagClient) -> None:
     first = rag.ingest(TEXT, external_id="a")
     twin = rag.ingest(TEXT + " Really.", external_id="b")
     preview = rag.dedupe(similarity_threshold=0.9, dry_run=True)
-    assert preview.dry_run is True
+    assert (preview.dry_run, preview.action, preview.documents_examined) == (True, "preview", 2)
     assert preview.total_duplicates == 1
     [group] = preview.duplicate_groups
     assert {group.primary_id, *group.duplicate_ids} == {first.document_id, twin.document_id}
     assert rag.list_documents().total == 2  # a preview changes nothing
-    merged = rag.dedupe(similarity_threshold=0.9, dry_run=False)
+    merged = rag.dedupe(similarity_threshold=0.9, dry_run=False, merge_strategy="keep_oldest")
     assert merged.dry_run is False
+    assert merged.removed_ids == [twin.document_id]  # the oldest is kept
     assert rag.list_documents().total == 1

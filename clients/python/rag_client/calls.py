@@ -39,7 +39,13 @@ from rag_client.models import (
     SearchResult,
     SourceType,
 )
-from rag_client.similar_models import DedupeRequest, DedupeResult, SearchScope, SimilarResult
+from rag_client.similar_models import (
+    DedupeRequest,
+    DedupeResult,
+    MergeStrategy,
+    SearchScope,
+    SimilarResult,
+)
 
 T = TypeVar("T")
 M = TypeVar("M", bound=BaseModel)
@@ -194,6 +200,7 @@ class SimilarOptions(TypedDict, total=False):
     min_similarity: float | None
     search_scope: SearchScope | str | None
     exclude_same_document: bool | None
+    collections: Sequence[str] | None
 
 
 def similar(kind: str, item_id: uuid.UUID | str, options: SimilarOptions) -> Call[SimilarResult]:
@@ -203,6 +210,7 @@ def similar(kind: str, item_id: uuid.UUID | str, options: SimilarOptions) -> Cal
         min_similarity=options.get("min_similarity"),
         search_scope=str(scope) if scope is not None else None,
         exclude_same_document=options.get("exclude_same_document"),
+        collections=",".join(names) if (names := options.get("collections")) else None,
     )
     path = f"{RAG}/{kind}/{_id(item_id)}/similar"
     return Call("GET", path, _reads(SimilarResult), params=params)
@@ -211,8 +219,10 @@ def similar(kind: str, item_id: uuid.UUID | str, options: SimilarOptions) -> Cal
 class DedupeOptions(TypedDict, total=False):
     similarity_threshold: float | None
     dry_run: bool
-    merge_strategy: str | None
+    merge_strategy: MergeStrategy | str | None
+    limit: int | None
     collections: Sequence[str] | None
+    use_index: bool | None
 
 
 def dedupe(options: DedupeOptions) -> Call[DedupeResult]:

@@ -212,6 +212,7 @@ class Document(Reply):
     source_url: str | None
     metadata: dict[str, JsonValue]
     chunks: int
+    access_count: int | None = None  # served once similar/dedupe is merged (issue 11)
     created_at: datetime
     updated_at: datetime
 
