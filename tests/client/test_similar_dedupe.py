@@ -6,13 +6,16 @@ round-trips against the live service and its models are checked against the Open
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 from rag_client import NotFound, RagClient
 from rag_client.similar_models import DedupeRequest, DedupeResult, SimilarResult
 
 from app.settings import Settings
+from tests.cli.imports import run_rag
 from tests.client.conftest import LiveService
 from tests.client.pending import requires
 from tests.client.schema_drift import drift, openapi
@@ -74,3 +77,24 @@ def test_dedupe_previews_then_merges(rag: RagClient) -> None:
     assert merged.dry_run is False
     assert merged.removed_ids == [twin.document_id]  # the oldest is kept
     assert rag.list_documents().total == 1
+
+
+def test_cli_similar_and_dedupe_over_http(live: LiveService, tmp_path: Path) -> None:
+    token = live.token(live.tenant())
+    with RagClient(live.url, token) as rag:
+        first = rag.ingest(TEXT, title="Glaciers", external_id="a")
+        rag.ingest(TEXT + " Really.", title="Glaciers again", external_id="b")
+    clean = {k: v for k, v in os.environ.items() if not k.startswith("RAG_")}
+    env = {**clean, "RAG_URL": live.url, "RAG_TOKEN": token, "COLUMNS": "200"}
+    env["RAG_DATA_DIR"] = str(tmp_path)
+    alike = run_rag("similar", str(first.document_id), "--min-similarity", "0.5", env=env)
+    assert alike.returncode == 0, alike.stderr
+    assert "Glaciers again" in alike.stdout
+    assert alike.heavy() == []
+    preview = run_rag("dedupe", "--threshold", "0.9", env=env)
+    assert preview.returncode == 0, preview.stderr
+    assert "1 duplicates (would merge)" in preview.stdout
+    merged = run_rag("dedupe", "--threshold", "0.9", "--apply", env=env)
+    assert "1 duplicates (merged)" in merged.stdout
+    with RagClient(live.url, token) as rag:
+        assert rag.list_documents().total == 1
