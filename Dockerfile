@@ -11,7 +11,8 @@ RUN pip install "torch==2.13.0" --index-url https://download.pytorch.org/whl/cpu
 COPY pyproject.toml README.md alembic.ini ./
 COPY app ./app
 COPY migrations ./migrations
-RUN pip install ".[local]"
+COPY clients/python ./clients/python
+RUN pip install ".[local]" ./clients/python
 
 FROM python:3.11-slim AS runtime
 ENV PATH=/opt/venv/bin:$PATH \

@@ -18,7 +18,7 @@ from app.citations import (
     CitationStyle,
     ContextMetrics,
 )
-from app.retrieval import retrieve_context
+from app.retrieval import ContextOutcome, retrieve_context
 
 router = APIRouter(prefix="/api/rag", tags=["context"])
 
@@ -87,6 +87,20 @@ class ContextOut(BaseModel):
     timings: Timings
     context_ms: float
 
+    @classmethod
+    def of(cls, outcome: ContextOutcome) -> Self:
+        built = outcome.built
+        return cls(
+            context=built.context,
+            citations=[CitationOut.of(c) for c in built.citations],
+            metrics=MetricsOut.of(built.metrics),
+            chunks=[ChunkOut.of(hit) for hit in built.used],
+            dropped=built.dropped,
+            total_found=outcome.found.total_found,
+            timings=Timings.of(outcome.found),
+            context_ms=outcome.context_ms,
+        )
+
 
 @router.post("/context")
 async def build_context(
@@ -103,14 +117,4 @@ async def build_context(
         max_tokens=body.max_tokens,
         max_chars=body.max_chars_per_chunk,
     )
-    built = outcome.built
-    return ContextOut(
-        context=built.context,
-        citations=[CitationOut.of(c) for c in built.citations],
-        metrics=MetricsOut.of(built.metrics),
-        chunks=[ChunkOut.of(hit) for hit in built.used],
-        dropped=built.dropped,
-        total_found=outcome.found.total_found,
-        timings=Timings.of(outcome.found),
-        context_ms=outcome.context_ms,
-    )
+    return ContextOut.of(outcome)

@@ -1,32 +1,58 @@
-"""`rag serve`, `rag migrate`, `rag tenant create`, `rag token`."""
+"""`rag serve`, `rag migrate`, `rag tenant create`, `rag token`, and the root of `rag`.
+
+Nothing heavy at module level, here or in the modules registered below: `rag --help`,
+`rag --version` and `rag token` must answer at once, so the database layer, the model and
+the HTTP client are imported inside the commands that use them (tests/cli/test_fast_cli.py).
+"""
 
 from __future__ import annotations
 
-import asyncio
-import logging
 import re
 import sys
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from app.cli import data, indexes, mcp
-from app.cli.database import database_settings
-from app.cli.settings import load_settings
-from app.db.engine import create_engine, create_sessionmaker
-from app.db.migrate import migrate as run_migrations
-from app.db.tenancy import registry_transaction
-from app.settings import Settings
-from app.tenants import TENANT_ID_PATTERN, create_tenant
+from app import __version__
+from app.cli import data, documents, indexes, mcp
+from app.cli.options import Remote, TokenOption, UrlOption, remote
 
-app = typer.Typer(help="Multi-tenant RAG retrieval service.", no_args_is_help=True)
-tenant_app = typer.Typer(help="Manage tenants.", no_args_is_help=True)
+if TYPE_CHECKING:
+    from app.settings import Settings
+
+# Plain (click) help: typer's rich help rendering alone takes ~0.2 s to import.
+app = typer.Typer(
+    help="Multi-tenant RAG retrieval service.", no_args_is_help=True, rich_markup_mode=None
+)
+tenant_app = typer.Typer(help="Manage tenants.", no_args_is_help=True, rich_markup_mode=None)
 app.add_typer(tenant_app, name="tenant")
+app.add_typer(documents.documents_app, name="documents")
 app.command()(data.ingest)
 app.command()(data.search)
+app.command()(data.context)
+app.command()(documents.similar)
+app.command()(documents.dedupe)
 app.command()(data.reindex)
 app.command()(indexes.index)
 app.command()(mcp.mcp)
+
+
+def _print_version(value: bool) -> None:
+    if value:
+        typer.echo(f"rag-service {__version__}")
+        raise typer.Exit
+
+
+@app.callback()
+def root(
+    version: Annotated[
+        bool,
+        typer.Option(
+            "--version", callback=_print_version, is_eager=True, help="Print the version."
+        ),
+    ] = False,
+) -> None:
+    """Multi-tenant RAG retrieval service."""
 
 
 @app.command()
@@ -36,8 +62,12 @@ def serve(
     workers: Annotated[int, typer.Option(help="Worker processes (needs RAG_DATABASE_URL).")] = 1,
 ) -> None:
     """Run the API (the embedded database when RAG_DATABASE_URL is not set)."""
+    import logging
+
     import uvicorn
 
+    from app.cli.database import database_settings
+    from app.cli.settings import load_settings
     from app.main import create_app
 
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
@@ -49,6 +79,12 @@ def serve(
 @app.command()
 def migrate() -> None:
     """Migrate the database (RAG_MIGRATION_DATABASE_URL, else RAG_DATABASE_URL, else embedded)."""
+    import asyncio
+
+    from app.cli.database import database_settings
+    from app.cli.settings import load_settings
+    from app.db.migrate import migrate as run_migrations
+
     settings = load_settings()
     if settings.database_url is None:
         with database_settings(settings):
@@ -71,12 +107,25 @@ def tenant_create(
     tenant_id: Annotated[str, typer.Argument(metavar="ID", help="Tenant id, e.g. acme.")],
     tier: Annotated[str, typer.Option(help="Rate-limit tier.")] = "basic",
     name: Annotated[str | None, typer.Option(help="Display name (default: the id).")] = None,
+    url: UrlOption = None,
+    token: TokenOption = None,
 ) -> None:
-    """Create a tenant; creating one that exists changes nothing."""
-    settings = load_settings()
+    """Create a tenant; creating one that exists changes nothing. With --url, through the
+    admin API (a token with rag:admin)."""
+    if target := remote(url, token, None):
+        _create_remote_tenant(target, tenant_id, name=name, tier=tier)
+        return
+    import asyncio
+
+    from app.cli.database import database_settings
+    from app.cli.settings import load_settings
+    from app.tenants import TENANT_ID_PATTERN
+
     if not re.fullmatch(TENANT_ID_PATTERN, tenant_id):
         typer.echo(f"invalid tenant id {tenant_id!r}: use 1-64 of A-Z a-z 0-9 . _ -", err=True)
         raise typer.Exit(2)
+
+    settings = load_settings()
     if tier not in settings.rate_limit_tiers:
         typer.echo(
             f"unknown tier {tier!r}; known: {', '.join(settings.rate_limit_tiers)}", err=True
@@ -87,9 +136,21 @@ def tenant_create(
     typer.echo(f"tenant {tenant_id} {'created' if created else 'already exists'}", err=True)
 
 
+def _create_remote_tenant(target: Remote, tenant_id: str, *, name: str | None, tier: str) -> None:
+    from app.cli.remote import connect
+
+    with connect(target) as rag:
+        made = rag.create_tenant(tenant_id, name=name, tier=tier)
+    typer.echo(f"tenant {made.id} ready (tier {made.tier}, {made.status})", err=True)
+
+
 async def _create_tenant(
     settings: Settings, tenant_id: str, *, name: str | None, tier: str
 ) -> bool:
+    from app.db.engine import create_engine, create_sessionmaker
+    from app.db.tenancy import registry_transaction
+    from app.tenants import create_tenant
+
     assert settings.database_url is not None
     engine = create_engine(settings.database_url.get_secret_value(), pool_size=1)
     try:
@@ -109,6 +170,7 @@ def token(
 ) -> None:
     """Print a signed HS256 token (RAG_JWT_SECRET, or the embedded mode's own secret)."""
     from app.auth import issue_token
+    from app.cli.settings import load_settings
 
     settings = load_settings()
     sys.stdout.write(

@@ -2,26 +2,13 @@
 
 from __future__ import annotations
 
-import asyncio
 import time
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
-from rich.console import Console
-from rich.table import Table
 
-from app.cli.database import database_settings
-from app.cli.settings import load_settings
-from app.db.engine import create_engine, create_sessionmaker
-from app.db.indexes import (
-    chunk_counts,
-    create_dedicated_index,
-    dedicated_indexes,
-    drop_dedicated_index,
-    index_connection,
-    plan_indexes,
-)
-from app.settings import Settings
+if TYPE_CHECKING:
+    from app.settings import Settings
 
 
 def index(
@@ -36,6 +23,14 @@ def index(
 ) -> None:
     """Give every large tenant its own HNSW index, and drop those of tenants that shrank
     (under half of --min-chunks). Builds run CONCURRENTLY: the service keeps working."""
+    import asyncio
+
+    from rich.console import Console
+    from rich.table import Table
+
+    from app.cli.database import database_settings
+    from app.cli.settings import load_settings
+
     with database_settings(load_settings()) as settings:
         threshold = min_chunks or settings.dedicated_index_min_chunks
         rows = asyncio.run(
@@ -57,6 +52,16 @@ def index(
 async def _index(
     settings: Settings, *, min_chunks: int, dry_run: bool, maintenance_work_mem: str
 ) -> list[tuple[str, str, str, str]]:
+    from app.db.engine import create_engine, create_sessionmaker
+    from app.db.indexes import (
+        chunk_counts,
+        create_dedicated_index,
+        dedicated_indexes,
+        drop_dedicated_index,
+        index_connection,
+        plan_indexes,
+    )
+
     assert settings.database_url is not None
     assert settings.migration_database_url is not None
     runtime = create_engine(settings.database_url.get_secret_value(), pool_size=1)

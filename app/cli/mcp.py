@@ -2,16 +2,11 @@
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import sys
 from typing import Annotated
 
 import typer
-
-from app.cli.database import database_settings
-from app.cli.settings import load_settings
-from app.errors import AppError
 
 
 def mcp(
@@ -22,6 +17,11 @@ def mcp(
     Claude Desktop and other MCP hosts start this command themselves: see the README for
     the configuration to paste. stdout is the protocol channel; messages go to stderr.
     """
+    import asyncio
+
+    from app.cli.database import database_settings
+    from app.cli.settings import load_settings
+    from app.errors import AppError
     from app.mcp.stdio import serve_stdio
 
     logging.basicConfig(

@@ -115,7 +115,6 @@ def test_ingest_and_search_a_folder(env: dict[str, str], tmp_path: Path) -> None
     found = rag("search", "lava eruption", "--tenant", "docs-co", "--max-results", "1", env=env)
     assert found.returncode == 0, found.stderr
     assert "Volcanoes" in found.stdout
-
     indexed = rag("index", "--min-chunks", "2", env=env)
     assert indexed.returncode == 0, indexed.stderr
     assert "docs-co" in indexed.stdout
@@ -125,6 +124,22 @@ def test_ingest_and_search_a_folder(env: dict[str, str], tmp_path: Path) -> None
     assert "created" not in kept.stdout
     dropped = rag("index", "--min-chunks", "100", env=env)
     assert "dropped" in dropped.stdout
+
+    built = rag("context", "lava eruption", "--tenant", "docs-co", "--max-results", "1", env=env)
+    assert built.returncode == 0, built.stderr
+    assert "lava" in built.stdout
+    wide = {**env, "COLUMNS": "200"}
+    listed = rag("documents", "list", "--tenant", "docs-co", env=wide)
+    assert listed.returncode == 0, listed.stderr
+    assert "sub/bread.txt" in listed.stdout  # external ids relative to the folder given
+    bread = next(line for line in listed.stdout.splitlines() if "sub/bread.txt" in line)
+    bread_id = bread.split("│")[1].strip()
+    shown = rag("documents", "show", bread_id, "--tenant", "docs-co", env=wide)
+    assert "sub/bread.txt" in shown.stdout
+    assert rag("documents", "delete", bread_id, "--tenant", "docs-co", env=env).returncode == 0
+    gone = rag("documents", "show", bread_id, "--tenant", "docs-co", env=env)
+    assert gone.returncode == 2
+    assert "does not exist" in gone.stderr
 
 
 def test_data_commands_refuse_an_unknown_tenant(env: dict[str, str]) -> None:

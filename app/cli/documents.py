@@ -1,0 +1,163 @@
+"""`rag documents list|show|delete`, `rag similar`, `rag dedupe`: in this process, or against a
+running service with `--url`. Module level stays light (typer only)."""
+
+from __future__ import annotations
+
+import uuid
+from typing import Annotated
+
+import typer
+
+from app.cli.options import (
+    CollectionOption,
+    TenantOption,
+    TokenOption,
+    UrlOption,
+    fail,
+    remote,
+    required_tenant,
+)
+
+documents_app = typer.Typer(
+    help="List, show and delete a tenant's documents.", no_args_is_help=True, rich_markup_mode=None
+)
+DocumentId = Annotated[uuid.UUID, typer.Argument(metavar="DOCUMENT_ID", help="A document id.")]
+
+
+@documents_app.command("list")
+def list_documents(
+    tenant: TenantOption = None,
+    collection: CollectionOption = None,
+    limit: Annotated[int, typer.Option(min=1, max=200)] = 50,
+    offset: Annotated[int, typer.Option(min=0)] = 0,
+    url: UrlOption = None,
+    token: TokenOption = None,
+) -> None:
+    """A page of the tenant's documents, newest first."""
+    from rich.console import Console
+
+    from app.cli.views import documents_table
+
+    if target := remote(url, token, tenant):
+        from app.cli.remote import connect
+
+        with connect(target) as rag:
+            page = rag.list_documents(collection=collection, limit=limit, offset=offset)
+    else:
+        who = required_tenant(tenant)  # before the import: a missing --tenant fails at once
+        from app.cli import local
+
+        page = local.list_documents(tenant=who, collection=collection, limit=limit, offset=offset)
+    Console().print(documents_table(page))
+
+
+@documents_app.command("show")
+def show(
+    document_id: DocumentId,
+    tenant: TenantOption = None,
+    url: UrlOption = None,
+    token: TokenOption = None,
+) -> None:
+    """One document's fields."""
+    from rich.console import Console
+
+    from app.cli.views import document_table
+
+    if target := remote(url, token, tenant):
+        from app.cli.remote import connect
+
+        with connect(target) as rag:
+            document = rag.get_document(document_id)
+    else:
+        who = required_tenant(tenant)  # before the import: a missing --tenant fails at once
+        from app.cli import local
+
+        document = local.get_document(document_id, tenant=who)
+    Console().print(document_table(document))
+
+
+@documents_app.command("delete")
+def delete(
+    document_id: DocumentId,
+    tenant: TenantOption = None,
+    url: UrlOption = None,
+    token: TokenOption = None,
+) -> None:
+    """Delete a document and its chunks."""
+    if target := remote(url, token, tenant):
+        from app.cli.remote import connect
+
+        with connect(target) as rag:
+            rag.delete_document(document_id)
+    else:
+        who = required_tenant(tenant)  # before the import: a missing --tenant fails at once
+        from app.cli import local
+
+        local.delete_document(document_id, tenant=who)
+    typer.echo(f"deleted {document_id}", err=True)
+
+
+def similar(
+    item_id: Annotated[uuid.UUID, typer.Argument(metavar="ID", help="A document (or chunk) id.")],
+    chunk: Annotated[bool, typer.Option("--chunk", help="ID is a chunk, not a document.")] = False,
+    top_k: Annotated[int | None, typer.Option(min=1, help="At most this many.")] = None,
+    min_similarity: Annotated[float | None, typer.Option(min=0.0, max=1.0)] = None,
+    scope: Annotated[
+        str | None, typer.Option(help="current, shared or all (the service's default).")
+    ] = None,
+    include_same_document: Annotated[
+        bool, typer.Option(help="Also chunks of the same document (with --chunk).")
+    ] = False,
+    tenant: TenantOption = None,
+    url: UrlOption = None,
+    token: TokenOption = None,
+) -> None:
+    """Items like a given document or chunk (needs --url)."""
+    from rich.console import Console
+
+    from app.cli.views import similar_table
+
+    target = remote(url, token, tenant) or fail("`rag similar` needs --url (RAG_URL)")
+    from app.cli.remote import connect
+
+    with connect(target) as rag:
+        ask = rag.similar_to_chunk if chunk else rag.similar_to_document
+        result = ask(
+            item_id,
+            top_k=top_k,
+            min_similarity=min_similarity,
+            search_scope=scope,
+            exclude_same_document=not include_same_document if chunk else None,
+        )
+    Console().print(similar_table(result.similar, of=str(item_id)))
+
+
+def dedupe(
+    threshold: Annotated[
+        float | None, typer.Option(min=0.0, max=1.0, help="Similarity at which documents match.")
+    ] = None,
+    apply: Annotated[
+        bool, typer.Option("--apply", help="Merge the duplicates (default: only show them).")
+    ] = False,
+    merge_strategy: Annotated[str | None, typer.Option(help="How to merge (with --apply).")] = None,
+    collection: Annotated[list[str] | None, typer.Option(help="Only these collections.")] = None,
+    tenant: TenantOption = None,
+    url: UrlOption = None,
+    token: TokenOption = None,
+) -> None:
+    """Near-duplicate documents: a preview, or merged with --apply (needs --url)."""
+    from rich.console import Console
+
+    from app.cli.views import dedupe_table
+
+    target = remote(url, token, tenant) or fail("`rag dedupe` needs --url (RAG_URL)")
+    from app.cli.remote import connect
+
+    with connect(target) as rag:
+        result = rag.dedupe(
+            similarity_threshold=threshold,
+            dry_run=not apply,
+            merge_strategy=merge_strategy,
+            collections=collection or None,
+        )
+    Console().print(dedupe_table(result))

@@ -1,0 +1,41 @@
+"""Which files `rag ingest` sends, and the external id each gets."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+
+SKIPPED_NAMES = {".git", ".venv", "node_modules", "__pycache__"}
+
+
+@dataclass(frozen=True, slots=True)
+class SourceFile:
+    path: Path  # absolute, to read
+    external_id: str  # relative to the folder given (or the file's name): never a local path
+    size: int
+
+
+def collect(paths: Iterable[Path]) -> list[SourceFile]:
+    """The files named, and every file below the folders named (hidden ones skipped). The
+    external id is the path relative to the folder given, so ingesting again updates the
+    same documents, from whichever machine or directory it runs."""
+    found: list[SourceFile] = []
+    for path in paths:
+        if path.is_dir():
+            found.extend(
+                _source(file, file.relative_to(path).as_posix())
+                for file in sorted(path.rglob("*"))
+                if file.is_file()
+                and not any(
+                    part.startswith(".") or part in SKIPPED_NAMES
+                    for part in file.relative_to(path).parts
+                )
+            )
+        else:
+            found.append(_source(path, path.name))
+    return found
+
+
+def _source(path: Path, external_id: str) -> SourceFile:
+    return SourceFile(path.resolve(), external_id, path.stat().st_size)

@@ -1,0 +1,221 @@
+"""`AsyncRagClient`: the service over HTTP, for asyncio (the same methods as `RagClient`)."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import AsyncIterator, Sequence
+from os import PathLike
+from types import TracebackType
+from typing import Self, TypeVar, Unpack
+
+import anyio
+import httpx
+
+from rag_client import calls
+from rag_client.admin_models import AuditPage, Tenant, TenantPage, TenantStats
+from rag_client.base import DEFAULT_TIMEOUT, headers, outcome, retry_policy, transport_error
+from rag_client.errors import ProblemError
+from rag_client.models import (
+    BatchResult,
+    ContextResult,
+    Document,
+    DocumentPage,
+    IngestResult,
+    NewDocument,
+    SearchResult,
+)
+from rag_client.retry import Retry
+from rag_client.similar_models import DedupeResult, SimilarResult
+
+T = TypeVar("T")
+
+
+class AsyncRagClient:
+    """A client for one service and one token (`tenant` acts for another tenant: admins only).
+
+    `retries` retries 429 and 503 replies after their `Retry-After` (an int: that many
+    retries); `http` lets you bring your own configured `httpx.AsyncClient`.
+    """
+
+    def __init__(
+        self,
+        base_url: str,
+        token: str | None = None,
+        *,
+        tenant: str | None = None,
+        timeout: float | httpx.Timeout = DEFAULT_TIMEOUT,
+        retries: Retry | int | None = None,
+        http: httpx.AsyncClient | None = None,
+    ) -> None:
+        self._http = http or httpx.AsyncClient(base_url=base_url, timeout=timeout)
+        self._http.base_url = httpx.URL(base_url)
+        self._http.headers.update(headers(token, tenant))
+        self._retry = retry_policy(retries)
+        self._owns_http = http is None  # a client you bring stays yours to close
+
+    async def aclose(self) -> None:
+        if self._owns_http:
+            await self._http.aclose()
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(
+        self,
+        kind: type[BaseException] | None,
+        error: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.aclose()
+
+    async def _send(self, call: calls.Call[T]) -> T:
+        attempt = 0
+        while True:
+            attempt += 1
+            try:
+                response = await self._http.request(
+                    call.method,
+                    call.path,
+                    json=call.json,
+                    params=call.params,
+                    files=call.files,
+                    data=call.data or None,
+                )
+            except httpx.TransportError as error:
+                raise transport_error(error) from error
+            result = outcome(call, response)
+            if not isinstance(result, ProblemError):
+                return result
+            wait = self._retry.wait(attempt, result)
+            if wait is None:
+                raise result
+            await anyio.sleep(wait)
+
+    # search and context
+
+    async def search(self, query: str, **options: Unpack[calls.SearchOptions]) -> SearchResult:
+        return await self._send(calls.search(query, options))
+
+    async def context(self, query: str, **options: Unpack[calls.ContextOptions]) -> ContextResult:
+        return await self._send(calls.context(query, options))
+
+    # documents
+
+    async def ingest(self, content: str, **options: Unpack[calls.DocumentOptions]) -> IngestResult:
+        return await self._send(calls.ingest(content, options))
+
+    async def ingest_batch(self, documents: Sequence[NewDocument]) -> BatchResult:
+        return await self._send(calls.ingest_batch(documents))
+
+    async def upload(
+        self, file: str | PathLike[str] | bytes, **options: Unpack[calls.UploadOptions]
+    ) -> IngestResult:
+        return await self._send(calls.upload(file, options))
+
+    async def list_documents(
+        self, *, collection: str | None = None, limit: int | None = None, offset: int = 0
+    ) -> DocumentPage:
+        call = calls.list_documents(collection=collection, limit=limit, offset=offset)
+        return await self._send(call)
+
+    async def iter_documents(
+        self, *, collection: str | None = None, page_size: int = 100
+    ) -> AsyncIterator[Document]:
+        """Every document, page by page."""
+        offset = 0
+        while True:
+            page = await self.list_documents(collection=collection, limit=page_size, offset=offset)
+            for item in page.items:
+                yield item
+            offset += len(page.items)
+            if not page.items or offset >= page.total:
+                return
+
+    async def get_document(self, document_id: uuid.UUID | str) -> Document:
+        return await self._send(calls.get_document(document_id))
+
+    async def delete_document(self, document_id: uuid.UUID | str) -> None:
+        await self._send(calls.delete_document(document_id))
+
+    # similar and dedupe
+
+    async def similar_to_chunk(
+        self, chunk_id: uuid.UUID | str, **options: Unpack[calls.SimilarOptions]
+    ) -> SimilarResult:
+        return await self._send(calls.similar("chunks", chunk_id, options))
+
+    async def similar_to_document(
+        self, document_id: uuid.UUID | str, **options: Unpack[calls.SimilarOptions]
+    ) -> SimilarResult:
+        return await self._send(calls.similar("documents", document_id, options))
+
+    async def dedupe(self, **options: Unpack[calls.DedupeOptions]) -> DedupeResult:
+        return await self._send(calls.dedupe(options))
+
+    # admin (scope rag:admin)
+
+    async def list_tenants(
+        self,
+        *,
+        status: str | None = None,
+        tier: str | None = None,
+        limit: int | None = None,
+        offset: int = 0,
+    ) -> TenantPage:
+        call = calls.list_tenants(status=status, tier=tier, limit=limit, offset=offset)
+        return await self._send(call)
+
+    async def iter_tenants(
+        self, *, status: str | None = None, tier: str | None = None, page_size: int = 100
+    ) -> AsyncIterator[Tenant]:
+        offset = 0
+        while True:
+            page = await self.list_tenants(status=status, tier=tier, limit=page_size, offset=offset)
+            for item in page.items:
+                yield item
+            offset += len(page.items)
+            if len(page.items) < page_size or (page.total is not None and offset >= page.total):
+                return
+
+    async def create_tenant(
+        self, tenant_id: str, *, name: str | None = None, tier: str | None = None
+    ) -> Tenant:
+        return await self._send(calls.create_tenant(tenant_id, name=name, tier=tier))
+
+    async def update_tenant(
+        self,
+        tenant_id: str,
+        *,
+        tier: str | None = None,
+        status: str | None = None,
+    ) -> Tenant:
+        call = calls.update_tenant(tenant_id, tier=tier, status=status)
+        return await self._send(call)
+
+    async def suspend_tenant(self, tenant_id: str) -> Tenant:
+        return await self.update_tenant(tenant_id, status="suspended")
+
+    async def activate_tenant(self, tenant_id: str) -> Tenant:
+        return await self.update_tenant(tenant_id, status="active")
+
+    async def delete_tenant(self, tenant_id: str, *, confirm: str) -> None:
+        """Delete a tenant and its documents; `confirm` must repeat the tenant id."""
+        await self._send(calls.delete_tenant(tenant_id, confirm=confirm))
+
+    async def tenant_stats(self, tenant_id: str) -> TenantStats:
+        return await self._send(calls.tenant_stats(tenant_id))
+
+    async def audit(
+        self,
+        *,
+        tenant_id: str | None = None,
+        action: str | None = None,
+        actor: str | None = None,
+        limit: int | None = None,
+        offset: int = 0,
+    ) -> AuditPage:
+        """Admin actions, newest first; filter by tenant, action (`tenant.suspend`) or actor."""
+        call = calls.audit(
+            tenant_id=tenant_id, action=action, actor=actor, limit=limit, offset=offset
+        )
+        return await self._send(call)

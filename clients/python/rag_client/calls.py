@@ -1,0 +1,271 @@
+"""Every operation as a `Call`: what to send and how to read the reply. The sync and async
+clients only differ in how they send one, so the two cannot disagree on the wire format."""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from os import PathLike
+from pathlib import Path
+from typing import Generic, TypedDict, TypeVar
+from urllib.parse import quote
+
+import httpx
+from pydantic import BaseModel, JsonValue
+
+from rag_client.admin_models import (
+    AuditPage,
+    NewTenant,
+    Tenant,
+    TenantChange,
+    TenantPage,
+    TenantStats,
+)
+from rag_client.models import (
+    BatchResult,
+    CitationStyle,
+    ContextQuery,
+    ContextResult,
+    Document,
+    DocumentPage,
+    Filters,
+    IngestResult,
+    NewDocument,
+    PrecomputedChunk,
+    SearchMode,
+    SearchQuery,
+    SearchResult,
+    SourceType,
+)
+from rag_client.similar_models import (
+    DedupeRequest,
+    DedupeResult,
+    MergeStrategy,
+    SearchScope,
+    SimilarResult,
+)
+
+T = TypeVar("T")
+M = TypeVar("M", bound=BaseModel)
+Params = Mapping[str, str | int | float | bool]
+FileField = tuple[str, bytes, str]
+
+RAG = "/api/rag"
+ADMIN = "/api/admin"
+
+
+@dataclass(frozen=True, slots=True)
+class Call(Generic[T]):
+    method: str
+    path: str
+    parse: Callable[[httpx.Response], T]
+    json: JsonValue = None
+    params: Params | None = None
+    files: Mapping[str, FileField] | None = None
+    data: Mapping[str, str] = field(default_factory=dict)
+
+
+def _reads(model: type[M]) -> Callable[[httpx.Response], M]:
+    return lambda response: model.model_validate_json(response.content)
+
+
+def _nothing(_response: httpx.Response) -> None:
+    return None
+
+
+def _body(model: BaseModel) -> JsonValue:
+    dumped: JsonValue = model.model_dump(mode="json", by_alias=True, exclude_none=True)
+    return dumped
+
+
+def _params(**values: str | int | float | bool | None) -> dict[str, str | int | float | bool]:
+    return {name: value for name, value in values.items() if value is not None}
+
+
+# --- search and context ---------------------------------------------------------------------
+
+
+class SearchOptions(TypedDict, total=False):
+    max_results: int
+    threshold: float | None
+    mode: SearchMode | str
+    collections: Sequence[str] | None
+    filters: Filters | None
+    ef_search: int | None
+
+
+class ContextOptions(SearchOptions, total=False):
+    style: CitationStyle | str
+    max_tokens: int | None
+    max_chars_per_chunk: int | None
+
+
+def search(query: str, options: SearchOptions) -> Call[SearchResult]:
+    body = SearchQuery.model_validate({"query": query, **options})
+    return Call("POST", f"{RAG}/search", _reads(SearchResult), json=_body(body))
+
+
+def context(query: str, options: ContextOptions) -> Call[ContextResult]:
+    body = ContextQuery.model_validate({"query": query, **options})
+    return Call("POST", f"{RAG}/context", _reads(ContextResult), json=_body(body))
+
+
+# --- documents ------------------------------------------------------------------------------
+
+
+class DocumentOptions(TypedDict, total=False):
+    title: str | None
+    external_id: str | None
+    collection: str | None
+    source_type: SourceType | str | None
+    source_url: str | None
+    metadata: Mapping[str, JsonValue] | None
+    chunks: Sequence[PrecomputedChunk] | None
+    embedding_model: str | None
+
+
+class UploadOptions(TypedDict, total=False):
+    filename: str | None
+    content_type: str | None
+    title: str | None
+    external_id: str | None
+    collection: str | None
+    source_url: str | None
+    metadata: Mapping[str, JsonValue] | None
+
+
+def ingest(content: str, options: DocumentOptions) -> Call[IngestResult]:
+    body = NewDocument.model_validate({"content": content, **options})
+    return Call("POST", f"{RAG}/documents", _reads(IngestResult), json=_body(body))
+
+
+def ingest_batch(documents: Sequence[NewDocument]) -> Call[BatchResult]:
+    body: JsonValue = {"documents": [_body(document) for document in documents]}
+    return Call("POST", f"{RAG}/documents/batch", _reads(BatchResult), json=body)
+
+
+def upload(file: str | PathLike[str] | bytes, options: UploadOptions) -> Call[IngestResult]:
+    """A file from a path, or bytes (then give `filename`); its type is sniffed by the service."""
+    if isinstance(file, bytes):
+        data, name = file, options.get("filename") or "upload"
+    else:
+        path = Path(file)
+        data, name = path.read_bytes(), options.get("filename") or path.name
+    kind = options.get("content_type") or "application/octet-stream"
+    fields = {
+        "title": options.get("title"),
+        "external_id": options.get("external_id"),
+        "collection": options.get("collection"),
+        "source_url": options.get("source_url"),
+    }
+    form = {key: value for key, value in fields.items() if value is not None}
+    if (metadata := options.get("metadata")) is not None:
+        form["metadata"] = json.dumps(dict(metadata))
+    return Call(
+        "POST",
+        f"{RAG}/documents/upload",
+        _reads(IngestResult),
+        files={"file": (name, data, kind)},
+        data=form,
+    )
+
+
+def list_documents(
+    *, collection: str | None, limit: int | None, offset: int | None
+) -> Call[DocumentPage]:
+    params = _params(collection=collection, limit=limit, offset=offset)
+    return Call("GET", f"{RAG}/documents", _reads(DocumentPage), params=params)
+
+
+def get_document(document_id: uuid.UUID | str) -> Call[Document]:
+    return Call("GET", f"{RAG}/documents/{_id(document_id)}", _reads(Document))
+
+
+def delete_document(document_id: uuid.UUID | str) -> Call[None]:
+    return Call("DELETE", f"{RAG}/documents/{_id(document_id)}", _nothing)
+
+
+def _id(value: uuid.UUID | str) -> str:
+    """A path segment: ids are UUIDs, and anything else must not change the path."""
+    return quote(str(value), safe="")
+
+
+# --- similar and dedupe ---------------------------------------------------------------------
+
+
+class SimilarOptions(TypedDict, total=False):
+    top_k: int | None
+    min_similarity: float | None
+    search_scope: SearchScope | str | None
+    exclude_same_document: bool | None
+    collections: Sequence[str] | None
+
+
+def similar(kind: str, item_id: uuid.UUID | str, options: SimilarOptions) -> Call[SimilarResult]:
+    scope = options.get("search_scope")
+    params = _params(
+        top_k=options.get("top_k"),
+        min_similarity=options.get("min_similarity"),
+        search_scope=str(scope) if scope is not None else None,
+        exclude_same_document=options.get("exclude_same_document"),
+        collections=",".join(names) if (names := options.get("collections")) else None,
+    )
+    path = f"{RAG}/{kind}/{_id(item_id)}/similar"
+    return Call("GET", path, _reads(SimilarResult), params=params)
+
+
+class DedupeOptions(TypedDict, total=False):
+    similarity_threshold: float | None
+    dry_run: bool
+    merge_strategy: MergeStrategy | str | None
+    limit: int | None
+    collections: Sequence[str] | None
+    use_index: bool | None
+
+
+def dedupe(options: DedupeOptions) -> Call[DedupeResult]:
+    body = DedupeRequest.model_validate(dict(options))
+    return Call("POST", f"{RAG}/dedupe", _reads(DedupeResult), json=_body(body))
+
+
+# --- admin ----------------------------------------------------------------------------------
+
+
+def list_tenants(
+    *, status: str | None, tier: str | None, limit: int | None, offset: int | None
+) -> Call[TenantPage]:
+    params = _params(status=status, tier=tier, limit=limit, offset=offset)
+    return Call("GET", f"{ADMIN}/tenants", _reads(TenantPage), params=params)
+
+
+def create_tenant(tenant_id: str, *, name: str | None, tier: str | None) -> Call[Tenant]:
+    body = NewTenant(id=tenant_id, name=name, tier=tier)
+    return Call("POST", f"{ADMIN}/tenants", _reads(Tenant), json=_body(body))
+
+
+def update_tenant(tenant_id: str, *, tier: str | None, status: str | None) -> Call[Tenant]:
+    body = TenantChange.model_validate({"tier": tier, "status": status})
+    return Call("PATCH", f"{ADMIN}/tenants/{_id(tenant_id)}", _reads(Tenant), json=_body(body))
+
+
+def delete_tenant(tenant_id: str, *, confirm: str) -> Call[None]:
+    params = _params(confirm=confirm)
+    return Call("DELETE", f"{ADMIN}/tenants/{_id(tenant_id)}", _nothing, params=params)
+
+
+def tenant_stats(tenant_id: str) -> Call[TenantStats]:
+    return Call("GET", f"{ADMIN}/tenants/{_id(tenant_id)}/stats", _reads(TenantStats))
+
+
+def audit(
+    *,
+    tenant_id: str | None,
+    action: str | None,
+    actor: str | None,
+    limit: int | None,
+    offset: int | None,
+) -> Call[AuditPage]:
+    params = _params(tenant_id=tenant_id, action=action, actor=actor, limit=limit, offset=offset)
+    return Call("GET", f"{ADMIN}/audit", _reads(AuditPage), params=params)

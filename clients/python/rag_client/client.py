@@ -1,0 +1,219 @@
+"""`RagClient`: the service over HTTP, synchronously."""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Iterator, Sequence
+from os import PathLike
+from types import TracebackType
+from typing import Self, TypeVar, Unpack
+
+import httpx
+
+from rag_client import calls
+from rag_client.admin_models import AuditPage, Tenant, TenantPage, TenantStats
+from rag_client.base import DEFAULT_TIMEOUT, headers, outcome, retry_policy, transport_error
+from rag_client.errors import ProblemError
+from rag_client.models import (
+    BatchResult,
+    ContextResult,
+    Document,
+    DocumentPage,
+    IngestResult,
+    NewDocument,
+    SearchResult,
+)
+from rag_client.retry import Retry
+from rag_client.similar_models import DedupeResult, SimilarResult
+
+T = TypeVar("T")
+
+
+class RagClient:
+    """A client for one service and one token (`tenant` acts for another tenant: admins only).
+
+    `retries` retries 429 and 503 replies after their `Retry-After` (an int: that many
+    retries); `http` lets you bring your own configured `httpx.Client`.
+    """
+
+    def __init__(
+        self,
+        base_url: str,
+        token: str | None = None,
+        *,
+        tenant: str | None = None,
+        timeout: float | httpx.Timeout = DEFAULT_TIMEOUT,
+        retries: Retry | int | None = None,
+        http: httpx.Client | None = None,
+    ) -> None:
+        self._http = http or httpx.Client(base_url=base_url, timeout=timeout)
+        self._http.base_url = httpx.URL(base_url)
+        self._http.headers.update(headers(token, tenant))
+        self._retry = retry_policy(retries)
+        self._owns_http = http is None  # a client you bring stays yours to close
+
+    def close(self) -> None:
+        if self._owns_http:
+            self._http.close()
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(
+        self,
+        kind: type[BaseException] | None,
+        error: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    def _send(self, call: calls.Call[T]) -> T:
+        attempt = 0
+        while True:
+            attempt += 1
+            try:
+                response = self._http.request(
+                    call.method,
+                    call.path,
+                    json=call.json,
+                    params=call.params,
+                    files=call.files,
+                    data=call.data or None,
+                )
+            except httpx.TransportError as error:
+                raise transport_error(error) from error
+            result = outcome(call, response)
+            if not isinstance(result, ProblemError):
+                return result
+            wait = self._retry.wait(attempt, result)
+            if wait is None:
+                raise result
+            time.sleep(wait)
+
+    # search and context
+
+    def search(self, query: str, **options: Unpack[calls.SearchOptions]) -> SearchResult:
+        return self._send(calls.search(query, options))
+
+    def context(self, query: str, **options: Unpack[calls.ContextOptions]) -> ContextResult:
+        return self._send(calls.context(query, options))
+
+    # documents
+
+    def ingest(self, content: str, **options: Unpack[calls.DocumentOptions]) -> IngestResult:
+        return self._send(calls.ingest(content, options))
+
+    def ingest_batch(self, documents: Sequence[NewDocument]) -> BatchResult:
+        return self._send(calls.ingest_batch(documents))
+
+    def upload(
+        self, file: str | PathLike[str] | bytes, **options: Unpack[calls.UploadOptions]
+    ) -> IngestResult:
+        return self._send(calls.upload(file, options))
+
+    def list_documents(
+        self, *, collection: str | None = None, limit: int | None = None, offset: int = 0
+    ) -> DocumentPage:
+        call = calls.list_documents(collection=collection, limit=limit, offset=offset)
+        return self._send(call)
+
+    def iter_documents(
+        self, *, collection: str | None = None, page_size: int = 100
+    ) -> Iterator[Document]:
+        """Every document, page by page."""
+        offset = 0
+        while True:
+            page = self.list_documents(collection=collection, limit=page_size, offset=offset)
+            yield from page.items
+            offset += len(page.items)
+            if not page.items or offset >= page.total:
+                return
+
+    def get_document(self, document_id: uuid.UUID | str) -> Document:
+        return self._send(calls.get_document(document_id))
+
+    def delete_document(self, document_id: uuid.UUID | str) -> None:
+        self._send(calls.delete_document(document_id))
+
+    # similar and dedupe
+
+    def similar_to_chunk(
+        self, chunk_id: uuid.UUID | str, **options: Unpack[calls.SimilarOptions]
+    ) -> SimilarResult:
+        return self._send(calls.similar("chunks", chunk_id, options))
+
+    def similar_to_document(
+        self, document_id: uuid.UUID | str, **options: Unpack[calls.SimilarOptions]
+    ) -> SimilarResult:
+        return self._send(calls.similar("documents", document_id, options))
+
+    def dedupe(self, **options: Unpack[calls.DedupeOptions]) -> DedupeResult:
+        return self._send(calls.dedupe(options))
+
+    # admin (scope rag:admin)
+
+    def list_tenants(
+        self,
+        *,
+        status: str | None = None,
+        tier: str | None = None,
+        limit: int | None = None,
+        offset: int = 0,
+    ) -> TenantPage:
+        call = calls.list_tenants(status=status, tier=tier, limit=limit, offset=offset)
+        return self._send(call)
+
+    def iter_tenants(
+        self, *, status: str | None = None, tier: str | None = None, page_size: int = 100
+    ) -> Iterator[Tenant]:
+        offset = 0
+        while True:
+            page = self.list_tenants(status=status, tier=tier, limit=page_size, offset=offset)
+            yield from page.items
+            offset += len(page.items)
+            if len(page.items) < page_size or (page.total is not None and offset >= page.total):
+                return
+
+    def create_tenant(
+        self, tenant_id: str, *, name: str | None = None, tier: str | None = None
+    ) -> Tenant:
+        return self._send(calls.create_tenant(tenant_id, name=name, tier=tier))
+
+    def update_tenant(
+        self,
+        tenant_id: str,
+        *,
+        tier: str | None = None,
+        status: str | None = None,
+    ) -> Tenant:
+        call = calls.update_tenant(tenant_id, tier=tier, status=status)
+        return self._send(call)
+
+    def suspend_tenant(self, tenant_id: str) -> Tenant:
+        return self.update_tenant(tenant_id, status="suspended")
+
+    def activate_tenant(self, tenant_id: str) -> Tenant:
+        return self.update_tenant(tenant_id, status="active")
+
+    def delete_tenant(self, tenant_id: str, *, confirm: str) -> None:
+        """Delete a tenant and its documents; `confirm` must repeat the tenant id."""
+        self._send(calls.delete_tenant(tenant_id, confirm=confirm))
+
+    def tenant_stats(self, tenant_id: str) -> TenantStats:
+        return self._send(calls.tenant_stats(tenant_id))
+
+    def audit(
+        self,
+        *,
+        tenant_id: str | None = None,
+        action: str | None = None,
+        actor: str | None = None,
+        limit: int | None = None,
+        offset: int = 0,
+    ) -> AuditPage:
+        """Admin actions, newest first; filter by tenant, action (`tenant.suspend`) or actor."""
+        call = calls.audit(
+            tenant_id=tenant_id, action=action, actor=actor, limit=limit, offset=offset
+        )
+        return self._send(call)

@@ -1,0 +1,71 @@
+"""Typed requests and replies of similar items and near-duplicate documents."""
+
+from __future__ import annotations
+
+import uuid
+from datetime import datetime
+from enum import StrEnum
+
+from rag_client.models import Body, Chunk, Reply
+
+
+class SearchScope(StrEnum):
+    CURRENT = "current"  # the item's own collection
+    SHARED = "shared"  # and the collection named "shared"
+    ALL = "all"  # every collection of the tenant
+
+
+class MergeStrategy(StrEnum):
+    KEEP_NEWEST = "keep_newest"
+    KEEP_OLDEST = "keep_oldest"
+    KEEP_MOST_ACCESSED = "keep_most_accessed"
+
+
+class SimilarResult(Reply):
+    """Items like `item_id`, best first (for a document: each similar document's best chunk,
+    with the documents' similarity)."""
+
+    item_id: uuid.UUID
+    kind: str
+    similar_count: int
+    similar: list[Chunk]
+
+
+# Kept for callers that name it: a similar item is a search-style chunk.
+SimilarChunk = Chunk
+
+
+class DedupeRequest(Body):
+    similarity_threshold: float | None = None
+    dry_run: bool = True
+    merge_strategy: MergeStrategy | None = None
+    limit: int | None = None
+    collections: list[str] | None = None
+    use_index: bool | None = None
+
+
+class DocumentRef(Reply):
+    id: uuid.UUID
+    title: str
+    collection: str
+    created_at: datetime
+    updated_at: datetime
+    access_count: int
+
+
+class DuplicateGroup(Reply):
+    primary_id: uuid.UUID
+    primary_title: str
+    duplicate_ids: list[uuid.UUID]
+    duplicate_titles: list[str]
+    avg_similarity: float
+    documents: list[DocumentRef]
+
+
+class DedupeResult(Reply):
+    duplicate_groups: list[DuplicateGroup]
+    total_duplicates: int
+    dry_run: bool
+    action: str
+    documents_examined: int
+    removed_ids: list[uuid.UUID]

@@ -1,0 +1,126 @@
+"""`rag … --url` against the live service: the CLI as a client, in its own process, which
+never imports torch, the model or the database layer (checked with `python -X importtime`)."""
+
+from __future__ import annotations
+
+import os
+import uuid
+from pathlib import Path
+
+import pytest
+from rag_client import NotFound, RagClient
+
+from tests.cli.imports import Run, run_rag
+from tests.client.conftest import ADMIN_SCOPES, LiveService
+
+PNG = b"\x89PNG\r\n\x1a\n" + b"\x00" * 32
+
+
+@pytest.fixture
+def env(tmp_path: Path) -> dict[str, str]:
+    clean = {k: v for k, v in os.environ.items() if not k.startswith("RAG_")}
+    return {**clean, "RAG_DATA_DIR": str(tmp_path / "nowhere"), "COLUMNS": "200"}
+
+
+def _folder(root: Path) -> Path:
+    folder = root / "kb"
+    (folder / "sub").mkdir(parents=True)
+    (folder / "volcanoes.md").write_text("# Volcanoes\n\nMagma erupts as lava from a volcano.\n")
+    (folder / "sub" / "bread.txt").write_text("Knead the dough and bake the bread at 220 degrees.")
+    (folder / ".hidden.txt").write_text("never sent")
+    return folder
+
+
+def _light(run: Run) -> Run:
+    assert run.heavy() == [], run.heavy()
+    assert "torch" not in run.modules
+    return run
+
+
+def test_ingest_search_context_list_show_delete(
+    live: LiveService, env: dict[str, str], tmp_path: Path
+) -> None:
+    token = live.token(live.tenant())
+    remote = ("--url", live.url, "--token", token)
+    folder = _folder(tmp_path)
+    (folder / "picture.txt").write_bytes(PNG)
+
+    first = _light(run_rag("ingest", str(folder), *remote, env=env))
+    assert first.returncode == 1, first.stderr  # the PNG failed, the others went
+    assert "failed: picture.txt: " in first.stdout
+    assert "PNG" in first.stdout
+    assert "ingest summary" in first.stdout
+    with RagClient(live.url, token) as rag:
+        documents = {d.external_id: d for d in rag.iter_documents()}
+    assert set(documents) == {"volcanoes.md", "sub/bread.txt"}  # relative, never absolute
+    assert documents["volcanoes.md"].metadata == {"filename": "volcanoes.md"}
+
+    (folder / "picture.txt").unlink()
+    again = _light(run_rag("ingest", str(folder), *remote, env=env))
+    assert again.returncode == 0, again.stderr
+    assert "failed:" not in again.stdout
+    assert "│     2 │      2 │        0 │         2 │      0 │" in again.stdout  # all unchanged
+
+    by_env = {**env, "RAG_URL": live.url, "RAG_TOKEN": token}
+    found = _light(run_rag("search", "lava eruption", "--max-results", "1", env=by_env))
+    assert found.returncode == 0, found.stderr
+    assert "Volcanoes" in found.stdout
+    assert "Bread" not in found.stdout
+
+    built = _light(run_rag("context", "lava eruption", "--max-results", "1", env=by_env))
+    assert built.returncode == 0, built.stderr
+    assert "lava" in built.stdout
+
+    listed = _light(run_rag("documents", "list", env=by_env))
+    assert "sub/bread.txt" in listed.stdout
+    volcano = str(documents["volcanoes.md"].document_id)
+    shown = _light(run_rag("documents", "show", volcano, env=by_env))
+    assert "volcanoes.md" in shown.stdout
+    deleted = _light(run_rag("documents", "delete", volcano, env=by_env))
+    assert deleted.returncode == 0, deleted.stderr
+    with RagClient(live.url, token) as rag, pytest.raises(NotFound):
+        rag.get_document(volcano)
+    gone = _light(run_rag("documents", "delete", volcano, env=by_env))
+    assert gone.returncode == 2
+    assert "does not exist" in gone.stderr
+
+
+def test_refusals_are_one_line_with_a_hint(live: LiveService, env: dict[str, str]) -> None:
+    anonymous = _light(run_rag("search", "lava", "--url", live.url, env=env))
+    assert anonymous.returncode == 2
+    assert "RAG_TOKEN" in anonymous.stderr
+    assert "Traceback" not in anonymous.stderr
+    reader = live.token(live.tenant(), "rag:search")
+    refused = _light(
+        run_rag(
+            "documents", "delete", str(uuid.uuid4()), "--url", live.url, "--token", reader, env=env
+        )
+    )
+    assert refused.returncode == 2
+    assert "rag:ingest" in refused.stderr
+    down = run_rag("search", "lava", "--url", "http://127.0.0.1:9", "--token", reader, env=env)
+    assert down.returncode == 2
+    assert "cannot reach" in down.stderr
+
+
+def test_tenant_create_through_the_admin_api(live: LiveService, env: dict[str, str]) -> None:
+    admin = live.token(live.tenant(prefix="admin"), ADMIN_SCOPES)
+    new_id = f"c-{uuid.uuid4().hex[:10]}"
+    made = _light(
+        run_rag(
+            "tenant",
+            "create",
+            new_id,
+            "--tier",
+            "pro",
+            "--url",
+            live.url,
+            "--token",
+            admin,
+            env=env,
+        )
+    )
+    assert made.returncode == 0, made.stderr
+    assert f"tenant {new_id} ready (tier pro, active)" in made.stderr
+    with RagClient(live.url, admin) as rag:
+        assert rag.tenant_stats(new_id).documents == 0

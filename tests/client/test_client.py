@@ -1,0 +1,160 @@
+"""Every method of the sync client, round-tripped against the live service."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+from rag_client import (
+    CitationStyle,
+    Filters,
+    NewDocument,
+    NotFound,
+    RagClient,
+    SearchMode,
+    SourceType,
+)
+
+from tests.client.conftest import ADMIN_SCOPES, LiveService
+
+VOLCANO = "# Volcanoes\n\nMagma rises and erupts as lava from the volcano crater.\n"
+BREAD = "Knead the dough, let it rise, and bake the bread in a hot oven."
+
+
+@pytest.fixture
+def rag(live: LiveService) -> Iterator[RagClient]:
+    tenant = live.tenant()
+    with RagClient(live.url, live.token(tenant)) as client:
+        yield client
+
+
+def test_ingest_then_read_list_and_delete(rag: RagClient) -> None:
+    created = rag.ingest(
+        VOLCANO,
+        title="Volcanoes",
+        external_id="geo/volcanoes.md",
+        source_type=SourceType.MARKDOWN,
+        collection="geo",
+        metadata={"lang": "en"},
+    )
+    assert (created.created, created.changed, created.external_id) == (
+        True,
+        True,
+        "geo/volcanoes.md",
+    )
+    assert created.chunks >= 1
+    assert created.embedded == created.chunks
+    again = rag.ingest(
+        VOLCANO,
+        title="Volcanoes",
+        external_id="geo/volcanoes.md",
+        source_type="markdown",
+        collection="geo",
+        metadata={"lang": "en"},
+    )
+    assert (again.created, again.changed, again.document_id) == (False, False, created.document_id)
+
+    document = rag.get_document(created.document_id)
+    assert (document.title, document.collection, document.metadata) == (
+        "Volcanoes",
+        "geo",
+        {"lang": "en"},
+    )
+    page = rag.list_documents(collection="geo")
+    assert [d.document_id for d in page.items] == [created.document_id]
+    assert page.total == 1
+
+    rag.delete_document(created.document_id)
+    with pytest.raises(NotFound):
+        rag.get_document(created.document_id)
+    assert rag.list_documents().total == 0
+
+
+def test_iter_documents_walks_every_page(rag: RagClient) -> None:
+    ids = {
+        rag.ingest(f"note number {n} about rivers", external_id=f"n{n}").document_id
+        for n in range(5)
+    }
+    walked = [document.document_id for document in rag.iter_documents(page_size=2)]
+    assert sorted(walked) == sorted(ids)
+    assert len(walked) == 5
+
+
+def test_search_and_context(rag: RagClient) -> None:
+    volcano = rag.ingest(VOLCANO, title="Volcanoes", source_type="markdown")
+    rag.ingest(BREAD, title="Bread")
+    found = rag.search("lava erupts from the volcano", max_results=2, mode=SearchMode.HYBRID)
+    assert found.mode is SearchMode.HYBRID
+    assert found.chunks[0].document_id == volcano.document_id
+    assert found.chunks[0].section == ["Volcanoes"]
+    only_bread = rag.search(
+        "lava", mode="keyword", filters=Filters(document_ids=[volcano.document_id])
+    )
+    assert {c.document_id for c in only_bread.chunks} == {volcano.document_id}
+
+    built = rag.context("volcano lava", max_results=1, style=CitationStyle.COMPACT, max_tokens=200)
+    assert built.citations[0].document_id == volcano.document_id
+    assert "[1]" in built.context or "Volcanoes" in built.context
+    assert built.metrics.chunks_used == 1
+
+
+def test_batch_and_upload(rag: RagClient, tmp_path: Path) -> None:
+    batch = rag.ingest_batch(
+        [
+            NewDocument(content=BREAD, title="Bread", external_id="bread"),
+            NewDocument(content="%PDF-1.4 not really", source_type=SourceType.PDF),
+        ]
+    )
+    assert (batch.succeeded, batch.failed) == (1, 1)
+    assert batch.results[0].result is not None
+    assert batch.results[0].result.external_id == "bread"
+    assert batch.results[1].status == 415
+
+    note = tmp_path / "notes.md"
+    note.write_text(VOLCANO)
+    uploaded = rag.upload(note, external_id="notes.md", metadata={"team": "geo"})
+    assert uploaded.title == "Volcanoes"
+    assert rag.get_document(uploaded.document_id).metadata == {"team": "geo"}
+    from_bytes = rag.upload(b"plain words about rivers", filename="rivers.txt")
+    assert from_bytes.created
+
+
+def test_admin_tenants_and_stats(live: LiveService) -> None:
+    admin_tenant = live.tenant(prefix="admin")
+    with RagClient(live.url, live.token(admin_tenant, ADMIN_SCOPES)) as admin:
+        new_id = f"c-{uuid.uuid4().hex[:10]}"
+        made = admin.create_tenant(new_id, name="Acme", tier="pro")
+        assert (made.id, made.name, made.tier, made.status) == (new_id, "Acme", "pro", "active")
+        assert admin.create_tenant(new_id).tier == "pro"  # idempotent
+        assert admin.update_tenant(new_id, tier="basic").tier == "basic"
+        assert admin.suspend_tenant(new_id).status == "suspended"
+        assert admin.activate_tenant(new_id).status == "active"
+        listed = {tenant.id for tenant in admin.iter_tenants(page_size=2)}
+        assert {new_id, admin_tenant} <= listed
+        assert admin.list_tenants(limit=1).limit == 1
+
+    with RagClient(live.url, live.token(new_id)) as member:
+        member.ingest(BREAD, title="Bread")
+    with RagClient(live.url, live.token(admin_tenant, ADMIN_SCOPES)) as admin:
+        stats = admin.tenant_stats(new_id)
+    assert (stats.tenant_id, stats.documents, stats.collections) == (new_id, 1, 1)
+    assert sum(stats.chunks_by_model.values()) == stats.chunks >= 1
+
+
+def test_an_admin_acts_for_another_tenant_with_tenant(live: LiveService) -> None:
+    admin_tenant, other = live.tenant(prefix="admin"), live.tenant()
+    with RagClient(live.url, live.token(other)) as member:
+        member.ingest(BREAD, external_id="bread")
+    token = live.token(admin_tenant, ADMIN_SCOPES)
+    with RagClient(live.url, token, tenant=other) as acting:
+        assert [d.external_id for d in acting.list_documents().items] == ["bread"]
+
+
+def test_a_client_you_bring_stays_open(live: LiveService) -> None:
+    with httpx.Client(timeout=10) as own:
+        with RagClient(live.url, live.token(live.tenant()), http=own) as rag:
+            assert rag.list_documents().total == 0
+        assert not own.is_closed

@@ -1,0 +1,81 @@
+"""The client's models against the service's OpenAPI document: they cannot drift apart."""
+
+from __future__ import annotations
+
+import pytest
+from pydantic import BaseModel
+from rag_client import admin_models as admin
+from rag_client import models
+
+from app.settings import Settings
+from tests.client.schema_drift import Schema, drift, openapi, parameter_drift
+
+RAG = "/api/rag"
+BODIES: list[tuple[str, str, type[BaseModel]]] = [
+    ("POST", f"{RAG}/search", models.SearchQuery),
+    ("POST", f"{RAG}/context", models.ContextQuery),
+    ("POST", f"{RAG}/documents", models.NewDocument),
+    ("POST", "/api/admin/tenants", admin.NewTenant),
+    ("PATCH", "/api/admin/tenants/{tenant_id}", admin.TenantChange),
+]
+REPLIES: list[tuple[str, str, type[BaseModel]]] = [
+    ("POST", f"{RAG}/search", models.SearchResult),
+    ("POST", f"{RAG}/context", models.ContextResult),
+    ("POST", f"{RAG}/documents", models.IngestResult),
+    ("POST", f"{RAG}/documents/upload", models.IngestResult),
+    ("POST", f"{RAG}/documents/batch", models.BatchResult),
+    ("GET", f"{RAG}/documents", models.DocumentPage),
+    ("GET", f"{RAG}/documents/{{document_id}}", models.Document),
+    ("POST", "/api/admin/tenants", admin.Tenant),
+    ("PATCH", "/api/admin/tenants/{tenant_id}", admin.Tenant),
+    ("GET", "/api/admin/tenants/{tenant_id}/stats", admin.TenantStats),
+    ("GET", "/api/admin/tenants", admin.TenantPage),
+]
+# Fields the client reads when the service sends them, added by branches being merged: the
+# admin API (issue 13) and access counts (issue 11). Once served, they must match too.
+NOT_YET_SERVED = frozenset({"documents", "chunks", "total", "storage", "traffic", "access_count"})
+
+
+@pytest.fixture(scope="module")
+def document(settings: Settings) -> Schema:
+    return openapi(settings)
+
+
+@pytest.mark.parametrize(
+    ("method", "path", "model"), BODIES, ids=lambda v: getattr(v, "__name__", v)
+)
+def test_request_bodies_match(
+    document: Schema, method: str, path: str, model: type[BaseModel]
+) -> None:
+    assert drift(document, method, path, model, reply=False) == []
+
+
+@pytest.mark.parametrize(
+    ("method", "path", "model"), REPLIES, ids=lambda v: getattr(v, "__name__", v)
+)
+def test_replies_match(document: Schema, method: str, path: str, model: type[BaseModel]) -> None:
+    assert drift(document, method, path, model, reply=True, optional=NOT_YET_SERVED) == []
+
+
+def test_query_parameters_match(document: Schema) -> None:
+    assert (
+        parameter_drift(document, "GET", f"{RAG}/documents", {"collection", "limit", "offset"})
+        == []
+    )
+    assert parameter_drift(document, "GET", "/api/admin/tenants", {"limit", "offset"}) == []
+
+
+def test_a_drifted_model_is_caught(document: Schema) -> None:
+    class Renamed(models.Reply):
+        chunks: list[models.Chunk]
+        total: int  # the service calls it total_found
+
+    problems = drift(document, "POST", f"{RAG}/search", Renamed, reply=True)
+    assert problems
+    assert "total_found" in problems[0]
+
+    class WrongType(models.Body):
+        query: str
+        max_results: str
+
+    assert drift(document, "POST", f"{RAG}/search", WrongType, reply=False)
