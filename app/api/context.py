@@ -102,6 +102,7 @@ async def build_context(
         style=body.style,
         max_tokens=body.max_tokens,
         max_chars=body.max_chars_per_chunk,
+        access=resources.access,
     )
     built = outcome.built
     return ContextOut(

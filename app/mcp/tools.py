@@ -43,7 +43,11 @@ Collections = Annotated[
 
 async def _search(resources: Resources, tenant_id: str, request: SearchRequest) -> SearchOutcome:
     return await search(
-        resources.sessions, resources.embedder, tenant_id=tenant_id, request=request
+        resources.sessions,
+        resources.embedder,
+        tenant_id=tenant_id,
+        request=request,
+        access=resources.access,
     )
 
 
@@ -143,5 +147,6 @@ async def get_context(
         request=request,
         style=style,
         max_tokens=max_tokens,
+        access=res.access,
     )
     return ContextReply.of(outcome)
