@@ -22,7 +22,7 @@ from dataclasses import dataclass, replace
 from enum import StrEnum
 from typing import Any
 
-from sqlalchemy import ColumnElement, literal, select
+from sqlalchemy import ColumnElement, func, literal, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.db.models import Chunk, Collection, Document
@@ -207,14 +207,17 @@ async def _best_chunks(
     if not documents:
         return []
     distance = Chunk.embedding.cosine_distance(vector)
-    best = (
-        select(Chunk.id)
+    ranked = (
+        select(
+            Chunk.id.label("id"),
+            func.row_number()
+            .over(partition_by=Chunk.document_id, order_by=(distance, Chunk.chunk_index))
+            .label("rank"),
+        )
         .where(Chunk.document_id.in_([document_id for document_id, _ in documents]))
-        .distinct(Chunk.document_id)
-        .order_by(Chunk.document_id, distance)
-        .cte("best")
-        .prefix_with("MATERIALIZED")
+        .subquery()
     )
+    best = select(ranked.c.id).where(ranked.c.rank == 1).cte("best").prefix_with("MATERIALIZED")
     similarity = (literal(1.0) - distance).label("similarity")
     stmt = _with_sources(
         select(similarity, *SOURCE_COLUMNS).join_from(best, Chunk, Chunk.id == best.c.id)

@@ -20,7 +20,7 @@ from tests.conftest import TenantClient, _Unclosable, new_tenant, running_app
 async def app(
     settings: Settings, sessions: SessionMaker, minilm: LocalEmbedder
 ) -> AsyncIterator[FastAPI]:
-    async with running_app(settings, sessions, _Unclosable(minilm)) as running:  # type: ignore[arg-type]
+    async with running_app(settings, sessions, _Unclosable(minilm)) as running:
         yield running
 
 

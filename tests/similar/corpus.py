@@ -56,7 +56,9 @@ PLANTED = {"manual": MANUAL, "one-word": ONE_WORD, "footer": FOOTER, "rechunked"
 OTHERS = {"recipe": RECIPE, "astronomy": ASTRONOMY, "related": RELATED}
 
 
-async def ingest_all(tenant: TenantClient, texts: dict[str, str], **extra: object) -> dict[str, str]:
+async def ingest_all(
+    tenant: TenantClient, texts: dict[str, str], **extra: object
+) -> dict[str, str]:
     """Ingest each text under its key as external id; key -> document id."""
     ids = {}
     for key, text in texts.items():
@@ -67,7 +69,9 @@ async def ingest_all(tenant: TenantClient, texts: dict[str, str], **extra: objec
     return ids
 
 
-async def similar(tenant: TenantClient, kind: str, item_id: str, **params: object) -> Json:
+async def similar(
+    tenant: TenantClient, kind: str, item_id: str, **params: str | int | float | bool
+) -> Json:
     response = await tenant.http.get(
         f"/api/rag/{kind}/{item_id}/similar", params=params, headers=tenant.headers
     )
