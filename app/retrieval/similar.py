@@ -119,6 +119,30 @@ async def similar_to_chunk(
     return _counted(SimilarOutcome(item_id=chunk_id, kind="chunk", similar=hits), tenant_id, access)
 
 
+async def similar_to_item(
+    sessions: SessionMaker,
+    *,
+    tenant_id: str,
+    item_id: uuid.UUID,
+    request: SimilarRequest,
+    access: AccessCounter | None = None,
+) -> SimilarOutcome:
+    """Like a chunk when `item_id` is one of the tenant's chunks, else like a document (ids
+    are random UUIDs, so the two never collide); 404 when it is neither."""
+    try:
+        return await similar_to_chunk(
+            sessions, tenant_id=tenant_id, chunk_id=item_id, request=request, access=access
+        )
+    except NotFound:
+        pass
+    try:
+        return await similar_to_document(
+            sessions, tenant_id=tenant_id, document_id=item_id, request=request, access=access
+        )
+    except NotFound:
+        raise NotFound(f"no chunk or document {item_id}") from None
+
+
 async def similar_to_document(
     sessions: SessionMaker,
     *,
