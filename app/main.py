@@ -9,7 +9,7 @@ from fastapi import FastAPI
 
 import app.db.tenancy  # noqa: F401  (registers the tenant hook once)
 from app import __version__
-from app.api import admin, context, documents, health, mcp, metrics, search
+from app.api import admin, context, documents, health, mcp, metrics, search, similar
 from app.api.middleware import BodyLimit, RateLimitHeaders
 from app.api.problems import install_error_handlers
 from app.embeddings import Embedder
@@ -39,6 +39,6 @@ def create_app(settings: Settings | None = None, *, embedder: Embedder | None = 
     install_error_handlers(app)
     app.add_middleware(RateLimitHeaders)
     app.add_middleware(BodyLimit, max_bytes=settings.upload_max_bytes)
-    for module in (health, metrics, documents, search, context, admin, mcp):
+    for module in (health, metrics, documents, similar, search, context, admin, mcp):
         app.include_router(module.router)
     return app

@@ -20,6 +20,7 @@ from app.embeddings.local import default_tokenizer_path
 from app.errors import ServiceUnavailable
 from app.ingest.chunking import Chunker, load_tokenizer
 from app.ratelimit import RateLimiter, build_rate_limiter
+from app.retrieval.access import AccessCounter, flushing
 from app.settings import Settings
 from app.tenants import TenantDirectory
 
@@ -39,6 +40,7 @@ class Resources:
     chunker: Chunker
     token_counter: TokenCounter
     redis: Redis | None
+    access: AccessCounter
 
 
 @asynccontextmanager
@@ -59,18 +61,22 @@ async def open_resources(
     embedder = embedder or await build_embedder(settings)
     try:
         check_dimensions(embedder, await _column_dimensions(engine, settings))
-        yield Resources(
-            settings=settings,
-            engine=engine,
-            sessions=sessions,
-            verifier=verifier,
-            limiter=limiter,
-            tenants=TenantDirectory(sessions, ttl_seconds=settings.tenant_cache_seconds),
-            embedder=embedder,
-            chunker=build_chunker(settings, embedder),
-            token_counter=build_token_counter(settings, embedder),
-            redis=redis,
-        )
+        async with flushing(
+            AccessCounter(), sessions, every_seconds=settings.access_flush_seconds
+        ) as access:
+            yield Resources(
+                settings=settings,
+                engine=engine,
+                sessions=sessions,
+                verifier=verifier,
+                limiter=limiter,
+                tenants=TenantDirectory(sessions, ttl_seconds=settings.tenant_cache_seconds),
+                embedder=embedder,
+                chunker=build_chunker(settings, embedder),
+                token_counter=build_token_counter(settings, embedder),
+                redis=redis,
+                access=access,
+            )
     finally:
         await embedder.aclose()
         await limiter.aclose()

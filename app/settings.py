@@ -82,6 +82,7 @@ class Settings(BaseSettings):
     search_ef_search_default: int = Field(default=40, ge=1, le=1000)
     search_candidates: int = Field(default=40, ge=1, le=1000)
     search_rrf_k: int = Field(default=60, ge=1)
+    access_flush_seconds: float = Field(default=5.0, gt=0)  # access counts (keep_most_accessed)
     dedicated_index_min_chunks: int = Field(default=5_000, ge=1)  # `rag index`
     query_max_chars: int = Field(default=10_000, ge=1)
 

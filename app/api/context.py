@@ -116,5 +116,6 @@ async def build_context(
         style=body.style,
         max_tokens=body.max_tokens,
         max_chars=body.max_chars_per_chunk,
+        access=resources.access,
     )
     return ContextOut.of(outcome)

@@ -174,6 +174,10 @@ class DocumentOut(BaseModel):
     source_url: str | None
     metadata: dict[str, JsonValue]
     chunks: int
+    access_count: int = Field(
+        description="How often search, context and similar returned it (flushed every few "
+        "seconds, see docs/SIMILAR.md)."
+    )
     created_at: datetime
     updated_at: datetime
 
@@ -189,6 +193,7 @@ class DocumentOut(BaseModel):
             source_url=doc.source_url,
             metadata=doc.metadata_,
             chunks=doc.chunk_count,
+            access_count=doc.access_count,
             created_at=doc.created_at,
             updated_at=doc.updated_at,
         )

@@ -31,6 +31,10 @@ async def search_chunks(body: SearchIn, caller: SearchCaller, resources: Resourc
     """The tenant's most relevant chunks, each with its source."""
     request = request_of(resources, body)
     outcome = await search(
-        resources.sessions, resources.embedder, tenant_id=caller.tenant_id, request=request
+        resources.sessions,
+        resources.embedder,
+        tenant_id=caller.tenant_id,
+        request=request,
+        access=resources.access,
     )
     return SearchOut.of(outcome, body=body, threshold=request.threshold)

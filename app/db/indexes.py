@@ -38,6 +38,11 @@ SHARED_INDEX_DDL = (
     f"CREATE INDEX IF NOT EXISTS {SHARED_INDEX} ON chunks"
     f" USING hnsw (embedding vector_cosine_ops) WITH ({HNSW_OPTIONS})"
 )
+DOCUMENT_INDEX = "ix_documents_embedding_hnsw"  # document vectors (app/retrieval/similar.py)
+DOCUMENT_INDEX_DDL = (
+    f"CREATE INDEX IF NOT EXISTS {DOCUMENT_INDEX} ON documents"
+    f" USING hnsw (embedding vector_cosine_ops) WITH ({HNSW_OPTIONS})"
+)
 DEDICATED_PREFIX = "ix_chunks_hnsw_tenant_"
 
 

@@ -9,6 +9,7 @@ from typing import Any
 from pgvector import Vector
 from pgvector.sqlalchemy import VECTOR
 from sqlalchemy import (
+    BigInteger,
     CheckConstraint,
     Computed,
     DateTime,
@@ -115,6 +116,13 @@ class Document(Base):
         ),
         CheckConstraint("source_type in ('text', 'markdown', 'html', 'pdf')", name="source_type"),
         Index(None, "tenant_id", "created_at"),
+        Index(
+            "ix_documents_embedding_hnsw",
+            "embedding",
+            postgresql_using="hnsw",
+            postgresql_with={"m": 16, "ef_construction": 64},
+            postgresql_ops={"embedding": "vector_cosine_ops"},
+        ),
     )
 
     id: Mapped[uuid.UUID] = mapped_column(UUID, primary_key=True, default=uuid.uuid4)
@@ -131,6 +139,12 @@ class Document(Base):
     )
     content_hash: Mapped[str] = mapped_column(String(64), nullable=False)
     chunk_count: Mapped[int] = mapped_column(Integer, nullable=False, server_default="0")
+    # The normalised mean of the chunk vectors (of `embedding_model`): a document's neighbours
+    # are one probe of its own HNSW index (app/retrieval/similar.py).
+    embedding: Mapped[list[float] | None] = mapped_column(EMBEDDING, deferred=True)
+    embedding_model: Mapped[str | None] = mapped_column(String(200))
+    # How often search, context and similar returned it (app/retrieval/access.py).
+    access_count: Mapped[int] = mapped_column(BigInteger, nullable=False, server_default="0")
     created_at: Mapped[datetime] = _created_at()
     updated_at: Mapped[datetime] = _updated_at()
 

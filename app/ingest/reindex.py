@@ -17,12 +17,18 @@ from sqlalchemy import ColumnElement, func, select, text, update
 from sqlalchemy.ext.asyncio import create_async_engine
 
 from app.db.engine import async_url, vector_column_dimensions
-from app.db.indexes import SHARED_INDEX, SHARED_INDEX_DDL
+from app.db.indexes import (
+    DOCUMENT_INDEX,
+    DOCUMENT_INDEX_DDL,
+    SHARED_INDEX,
+    SHARED_INDEX_DDL,
+)
 from app.db.models import Chunk, Document, Tenant
 from app.db.tenancy import SessionMaker, registry_transaction, tenant_transaction
 from app.embeddings import Embedder
 from app.ingest.chunking import embedded_text
 from app.ingest.documents import sha256
+from app.ingest.store import refresh_document_vectors
 
 Progress = Callable[[int], None]
 
@@ -36,10 +42,14 @@ async def prepare_column(owner_url: str, *, dimensions: int) -> bool:
             if await vector_column_dimensions(conn) == dimensions:
                 return False
             await conn.execute(text(f"DROP INDEX IF EXISTS {SHARED_INDEX}"))
+            await conn.execute(text(f"DROP INDEX IF EXISTS {DOCUMENT_INDEX}"))
             await conn.execute(text("ALTER TABLE chunks ALTER COLUMN embedding DROP NOT NULL"))
             column_type = f"vector({int(dimensions)})"
             await conn.execute(
                 text(f"ALTER TABLE chunks ALTER COLUMN embedding TYPE {column_type} USING NULL")
+            )
+            await conn.execute(
+                text(f"ALTER TABLE documents ALTER COLUMN embedding TYPE {column_type} USING NULL")
             )
             return True
     finally:
@@ -53,6 +63,7 @@ async def finish_column(owner_url: str) -> None:
         async with engine.begin() as conn:
             await conn.execute(text("ALTER TABLE chunks ALTER COLUMN embedding SET NOT NULL"))
             await conn.execute(text(SHARED_INDEX_DDL))
+            await conn.execute(text(DOCUMENT_INDEX_DDL))
     finally:
         await engine.dispose()
 
@@ -92,7 +103,7 @@ async def _reembed_batch(
 ) -> int:
     async with tenant_transaction(sessions, tenant_id) as session:
         stmt = (
-            select(Chunk.id, Chunk.content, Chunk.section_path, Document.title)
+            select(Chunk.id, Chunk.content, Chunk.section_path, Document.title, Chunk.document_id)
             .join(Document, Document.id == Chunk.document_id)
             .where(_stale(embedder.model_id))
             .order_by(Chunk.id)
@@ -103,7 +114,7 @@ async def _reembed_batch(
         return 0
     texts = [
         embedded_text(title=title, section_path=tuple(path), content=content)
-        for _id, content, path, title in rows
+        for _id, content, path, title, _document_id in rows
     ]
     vectors = await embedder.embed_documents(texts)
     async with tenant_transaction(sessions, tenant_id) as session:
@@ -117,6 +128,7 @@ async def _reembed_batch(
                     embedded_text_hash=sha256(body),
                 )
             )
+        await refresh_document_vectors(session, sorted({row.document_id for row in rows}))
     return len(rows)
 
 

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import Table, delete, distinct, func, insert, literal_column, select, tuple_
+from sqlalchemy import Table, delete, distinct, func, insert, literal_column, select, text, tuple_
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.ext.asyncio import AsyncSession
 
@@ -168,7 +168,30 @@ async def write_versions(
     conn = await session.connection()
     for start in range(0, len(rows), INSERT_BATCH):
         await conn.execute(insert(CHUNKS), rows[start : start + INSERT_BATCH])
+    await refresh_document_vectors(session, [w.document_id for w in by_version])
     return by_version
+
+
+async def refresh_document_vectors(
+    session: AsyncSession, document_ids: Sequence[uuid.UUID] | None = None
+) -> None:
+    """Set each document's vector to the normalised mean of its chunk vectors, when they all
+    carry one model (a document half-way through a reindex has none until it is done). One
+    statement for any number of documents; None: every document of the session's tenant."""
+    chunk_filter = "" if document_ids is None else "AND document_id = ANY(:ids)"
+    doc_filter = "" if document_ids is None else "AND d.id = ANY(:ids)"
+    params = {} if document_ids is None else {"ids": list(document_ids)}
+    await session.execute(
+        text(
+            "UPDATE documents d SET embedding = v.mean, embedding_model = v.model FROM ("
+            " SELECT document_id, l2_normalize(avg(embedding)) AS mean,"
+            " min(embedding_model) AS model FROM chunks"
+            f" WHERE embedding IS NOT NULL {chunk_filter}"
+            " GROUP BY document_id HAVING count(DISTINCT embedding_model) = 1"
+            f") v WHERE v.document_id = d.id {doc_filter}"
+        ),
+        params,
+    )
 
 
 def _document_values(

@@ -16,6 +16,8 @@ from pydantic import BaseModel, Field, JsonValue
 
 from app.citations import ContextResult, format_chunk_for_context
 from app.retrieval import ContextOutcome, Fetched, Hit, SearchOutcome
+from app.retrieval.dedupe import DedupeOutcome
+from app.retrieval.similar import SimilarOutcome
 
 SNIPPET_CHARS = 500
 
@@ -201,4 +203,70 @@ class ContextReply(BaseModel):
             ),
             total_found=outcome.found.total_found,
             dropped=built.dropped,
+        )
+
+
+class SimilarItem(BaseModel):
+    chunk_id: uuid.UUID = Field(description="For `fetch`.")
+    document_id: uuid.UUID
+    title: str
+    url: str = Field(description="Where to cite it: the source URL, else its rag:// resource.")
+    similarity: float = Field(description="1 - cosine distance (documents': of their vectors).")
+    text: str = Field(description=f"A snippet of the chunk (up to {SNIPPET_CHARS} characters).")
+
+    @classmethod
+    def of(cls, hit: Hit) -> Self:
+        return cls(
+            chunk_id=hit.chunk_id,
+            document_id=hit.document_id,
+            title=hit.title,
+            url=citation_url(hit.document_id, hit.source_url),
+            similarity=hit.similarity,
+            text=format_chunk_for_context(hit.content, SNIPPET_CHARS),
+        )
+
+
+class SimilarItems(BaseModel):
+    item_id: uuid.UUID
+    kind: str = Field(description="chunk or document: what the id named.")
+    count: int
+    similar: list[SimilarItem] = Field(description="Most similar first.")
+
+    @classmethod
+    def of(cls, outcome: SimilarOutcome) -> Self:
+        items = [SimilarItem.of(hit) for hit in outcome.similar]
+        return cls(item_id=outcome.item_id, kind=outcome.kind, count=len(items), similar=items)
+
+
+class DuplicateGroupOut(BaseModel):
+    primary_id: uuid.UUID = Field(description="The document a merge would keep (newest).")
+    primary_title: str
+    duplicate_ids: list[uuid.UUID]
+    duplicate_titles: list[str]
+    avg_similarity: float
+
+
+class Duplicates(BaseModel):
+    duplicate_groups: list[DuplicateGroupOut]
+    total_duplicates: int
+    documents_examined: int
+    action: str = Field(description="Always preview: this tool never deletes anything.")
+
+    @classmethod
+    def of(cls, outcome: DedupeOutcome) -> Self:
+        groups = [
+            DuplicateGroupOut(
+                primary_id=g.primary.id,
+                primary_title=g.primary.title,
+                duplicate_ids=[d.id for d in g.duplicates],
+                duplicate_titles=[d.title for d in g.duplicates],
+                avg_similarity=g.avg_similarity,
+            )
+            for g in outcome.groups
+        ]
+        return cls(
+            duplicate_groups=groups,
+            total_duplicates=outcome.total_duplicates,
+            documents_examined=outcome.examined,
+            action="preview",
         )

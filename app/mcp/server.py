@@ -97,6 +97,21 @@ def tools_for(settings: Settings, model_id: str) -> list[Tool]:
             "`max_tokens`; the citations to list under the answer; and quality metrics "
             "(avg_similarity, source_diversity, quality_score). Cite passages by their [n].",
         ),
+        Tool(
+            "find_similar",
+            tools.find_similar,
+            "Items like a given one ('more like this'): for a chunk id, the closest chunks of "
+            "other documents; for a document id, the closest documents (each with its best "
+            "chunk). Most similar first, at or above `min_similarity` (0.85: near-copies and "
+            "close paraphrases; lower it for 'related'). Unknown ids are an error.",
+        ),
+        Tool(
+            "find_duplicates",
+            tools.find_duplicates,
+            "Groups of near-duplicate documents in the tenant (document similarity at or above "
+            "`similarity_threshold`), each with the document a merge would keep. Preview only: "
+            "it never deletes; merging is POST /api/rag/dedupe with rag:ingest.",
+        ),
     ]
 
 

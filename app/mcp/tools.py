@@ -16,7 +16,14 @@ from pydantic import Field, StringConstraints
 from app.api.search_models import Filters, SearchIn, to_filters
 from app.citations import DEFAULT_MAX_TOKENS, CitationStyle
 from app.mcp.access import admitted, tool_errors
-from app.mcp.models import ContextReply, FetchedItem, SearchResults, SimilarResults
+from app.mcp.models import (
+    ContextReply,
+    Duplicates,
+    FetchedItem,
+    SearchResults,
+    SimilarItems,
+    SimilarResults,
+)
 from app.resources import Resources
 from app.retrieval import (
     SearchFilters,
@@ -28,6 +35,9 @@ from app.retrieval import (
     search,
     search_request,
 )
+from app.retrieval.dedupe import MAX_LIMIT, DedupeRequest
+from app.retrieval.dedupe import find_duplicates as find_groups
+from app.retrieval.similar import SearchScope, SimilarRequest, similar_to_item
 
 Query = Annotated[
     str,
@@ -43,7 +53,11 @@ Collections = Annotated[
 
 async def _search(resources: Resources, tenant_id: str, request: SearchRequest) -> SearchOutcome:
     return await search(
-        resources.sessions, resources.embedder, tenant_id=tenant_id, request=request
+        resources.sessions,
+        resources.embedder,
+        tenant_id=tenant_id,
+        request=request,
+        access=resources.access,
     )
 
 
@@ -143,5 +157,64 @@ async def get_context(
         request=request,
         style=style,
         max_tokens=max_tokens,
+        access=res.access,
     )
     return ContextReply.of(outcome)
+
+
+@tool_errors
+async def find_similar(
+    id: Annotated[uuid.UUID, Field(description="A chunk id (from search) or a document id.")],
+    top_k: Annotated[int, Field(ge=1, le=100, description="How many items (1-100).")] = 10,
+    min_similarity: Annotated[
+        float, Field(ge=0.0, le=1.0, description="Minimum similarity (default 0.85).")
+    ] = 0.85,
+    search_scope: Annotated[
+        SearchScope,
+        Field(description="current (the item's collection), shared (plus 'shared') or all."),
+    ] = SearchScope.CURRENT,
+) -> SimilarItems:
+    access = await admitted()
+    res = access.resources
+    request = SimilarRequest(
+        top_k=top_k,
+        min_similarity=min_similarity,
+        scope=search_scope,
+        ef_search=res.settings.search_ef_search_default,
+        candidates=res.settings.search_candidates,
+    )
+    outcome = await similar_to_item(
+        res.sessions,
+        tenant_id=access.caller.tenant_id,
+        item_id=id,
+        request=request,
+        access=res.access,
+    )
+    return SimilarItems.of(outcome)
+
+
+@tool_errors
+async def find_duplicates(
+    similarity_threshold: Annotated[
+        float, Field(ge=0.0, le=1.0, description="Pairs at or above it are duplicates.")
+    ] = 0.95,
+    limit: Annotated[
+        int, Field(ge=1, le=MAX_LIMIT, description="How many documents to examine.")
+    ] = 1_000,
+    collections: Collections = None,
+) -> Duplicates:
+    access = await admitted()
+    res = access.resources
+    request = DedupeRequest(
+        similarity_threshold=similarity_threshold,
+        limit=limit,
+        collections=collections,
+        ef_search=res.settings.search_ef_search_default,
+    )
+    outcome = await find_groups(
+        res.sessions,
+        tenant_id=access.caller.tenant_id,
+        model_id=res.embedder.model_id,
+        request=request,
+    )
+    return Duplicates.of(outcome)

@@ -21,6 +21,7 @@ from app.citations import (
 )
 from app.db.tenancy import SessionMaker
 from app.embeddings import Embedder
+from app.retrieval.access import AccessCounter
 from app.retrieval.search import Hit, SearchOutcome, SearchRequest, search
 
 
@@ -41,9 +42,10 @@ async def retrieve_context(
     style: CitationStyle = CitationStyle.NUMBERED,
     max_tokens: int = DEFAULT_MAX_TOKENS,
     max_chars: int = DEFAULT_MAX_CHARS,
+    access: AccessCounter | None = None,
 ) -> ContextOutcome:
     """The tenant's best chunks for `request`, as numbered context blocks with citations."""
-    found = await search(sessions, embedder, tenant_id=tenant_id, request=request)
+    found = await search(sessions, embedder, tenant_id=tenant_id, request=request, access=access)
     started = time.perf_counter()
     built = await anyio.to_thread.run_sync(
         lambda: build_context_with_citations(

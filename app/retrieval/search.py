@@ -37,6 +37,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from app.db.models import Chunk, Collection, Document
 from app.db.tenancy import SessionMaker, tenant_transaction
 from app.embeddings import Embedder
+from app.retrieval.access import AccessCounter
 from app.retrieval.filters import SearchFilters, conditions
 
 TEXT_SEARCH_CONFIG = "english"
@@ -94,8 +95,14 @@ class SearchOutcome:
 
 
 async def search(
-    sessions: SessionMaker, embedder: Embedder, *, tenant_id: str, request: SearchRequest
+    sessions: SessionMaker,
+    embedder: Embedder,
+    *,
+    tenant_id: str,
+    request: SearchRequest,
+    access: AccessCounter | None = None,
 ) -> SearchOutcome:
+    """The tenant's best chunks for `request`; `access` counts the documents returned."""
     started = time.perf_counter()
     vector = await embedder.embed_query(request.query)
     embedded = time.perf_counter()
@@ -114,13 +121,20 @@ async def search(
         "database": round((done - embedded) * 1000, 3),
         "total": round((done - started) * 1000, 3),
     }
+    if access is not None:
+        access.record(tenant_id, [hit.document_id for hit in hits])
     return SearchOutcome(hits=hits, total_found=total, model=embedder.model_id, timings_ms=timings)
 
 
 def _index_settings(request: SearchRequest) -> dict[str, str]:
-    """Transaction-local: they end with the search's transaction."""
+    return index_settings(request.ef_search)
+
+
+def index_settings(ef_search: int) -> dict[str, str]:
+    """Transaction-local: they end with the search's transaction. Every HNSW query (search,
+    similar, dedupe) runs under them: the recall guarantees are the same everywhere."""
     return {
-        "hnsw.ef_search": str(request.ef_search),
+        "hnsw.ef_search": str(ef_search),
         "hnsw.iterative_scan": "relaxed_order",
         "plan_cache_mode": "force_custom_plan",
     }
@@ -184,6 +198,17 @@ async def _nearest(
     passed = _candidates(vector, where, request).subquery()
     stmt = select(passed.c.id, passed.c.similarity).order_by(passed.c.distance, passed.c.id)
     return [(row.id, float(row.similarity)) for row in await session.execute(stmt)]
+
+
+async def nearest_hits(
+    session: AsyncSession,
+    vector: list[float],
+    where: Sequence[ColumnElement[bool]],
+    request: SearchRequest,
+) -> tuple[list[Hit], int]:
+    """The best `request.top_k` chunks near `vector` passing `where` and the threshold (from
+    the HNSW index, as vector search does), and how many candidates passed."""
+    return await _nearest_hits(session, vector, where, request)
 
 
 async def _nearest_hits(

@@ -23,7 +23,15 @@ from tests.mcp.conftest import (
     tool_error,
 )
 
-TOOLS = {"search_similar", "semantic_search", "search", "fetch", "get_context"}
+TOOLS = {
+    "search_similar",
+    "semantic_search",
+    "search",
+    "fetch",
+    "get_context",
+    "find_similar",
+    "find_duplicates",
+}
 SEED_CALL = {
     "name": "search_similar",
     "arguments": {"query": "REST API authentication", "limit": 5},

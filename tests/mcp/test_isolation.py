@@ -64,6 +64,12 @@ async def everything_seen(http: AsyncClient, seed: Seeded) -> str:
     found_ids = set(UUID.findall(json.dumps(replies)))
     for found in sorted(found_ids):
         replies.append(await structured(http, tenant, "fetch", id=found))
+        replies.append(
+            await structured(
+                http, tenant, "find_similar", id=found, min_similarity=0.0, search_scope="all"
+            )
+        )
+    replies.append(await structured(http, tenant, "find_duplicates", similarity_threshold=0.0))
     for uri in ("rag://collections", f"rag://collections/{seed.private_collection}"):
         replies.append(await read(http, tenant, uri))
     return json.dumps(replies)
@@ -100,10 +106,11 @@ async def test_another_tenants_ids_are_not_found_like_unknown_ones(
     mine, theirs = [await seeded(http, settings, sessions) for _ in range(2)]
     their_chunk = (await structured(http, theirs.tenant, "search", query="launch code"))["results"]
     for foreign in (theirs.private_document, their_chunk[0]["id"]):
-        message = await tool_error(http, mine.tenant, "fetch", id=foreign)
-        unknown = uuid.uuid4()
-        expected = await tool_error(http, mine.tenant, "fetch", id=str(unknown))
-        assert message == expected.replace(str(unknown), foreign)
+        for tool in ("fetch", "find_similar"):
+            message = await tool_error(http, mine.tenant, tool, id=foreign)
+            unknown = uuid.uuid4()
+            expected = await tool_error(http, mine.tenant, tool, id=str(unknown))
+            assert message == expected.replace(str(unknown), foreign)
     for uri in (
         f"rag://documents/{theirs.private_document}",
         f"rag://collections/{theirs.private_collection}",

@@ -87,7 +87,15 @@ async def test_rag_mcp_serves_the_tools_over_stdio(
     )
     async with Client(params) as client:
         tools = {tool.name for tool in (await client.list_tools()).tools}
-        assert tools == {"search_similar", "semantic_search", "search", "fetch", "get_context"}
+        assert tools == {
+            "search_similar",
+            "semantic_search",
+            "search",
+            "fetch",
+            "get_context",
+            "find_similar",
+            "find_duplicates",
+        }
         reply = sdk_structured(
             await client.call_tool("search_similar", {"query": "how is espresso made"})
         )

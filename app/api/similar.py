@@ -1,0 +1,154 @@
+"""GET /api/rag/chunks/{id}/similar, GET /api/rag/documents/{id}/similar, POST /api/rag/dedupe."""
+
+from __future__ import annotations
+
+import uuid
+from typing import Annotated
+
+from fastapi import APIRouter, Query
+
+from app.api.deps import ResourcesDep, SearchCaller
+from app.api.similar_models import DedupeIn, DedupeOut, SimilarOut
+from app.auth import SCOPE_INGEST
+from app.errors import Forbidden, Unprocessable
+from app.resources import Resources
+from app.retrieval.dedupe import DedupeRequest, dedupe
+from app.retrieval.similar import (
+    SearchScope,
+    SimilarRequest,
+    similar_to_chunk,
+    similar_to_document,
+)
+
+router = APIRouter(prefix="/api/rag", tags=["similar"])
+
+TopK = Annotated[int, Query(ge=1, le=100)]
+MinSimilarity = Annotated[float, Query(ge=0.0, le=1.0)]
+CollectionsParam = Annotated[
+    str | None,
+    Query(
+        max_length=100 * 129,
+        description="Comma-separated collection names (at most 100); overrides search_scope.",
+    ),
+]
+
+
+def similar_request(
+    resources: Resources,
+    *,
+    top_k: int,
+    min_similarity: float,
+    exclude_same_document: bool,
+    search_scope: SearchScope,
+    collections: str | None,
+) -> SimilarRequest:
+    settings = resources.settings
+    return SimilarRequest(
+        top_k=top_k,
+        min_similarity=min_similarity,
+        exclude_same_document=exclude_same_document,
+        scope=search_scope,
+        collections=_collections(collections),
+        ef_search=settings.search_ef_search_default,
+        candidates=settings.search_candidates,
+    )
+
+
+def _collections(value: str | None) -> list[str] | None:
+    if value is None:
+        return None
+    names = value.split(",")
+    if len(names) > 100 or not all(1 <= len(name) <= 128 for name in names):
+        message = "at most 100 comma-separated names of 1-128 characters"
+        raise Unprocessable(
+            f"collections: {message}",
+            extra={"errors": [{"field": "collections", "message": message}]},
+        )
+    return names
+
+
+@router.get("/chunks/{chunk_id}/similar")
+async def similar_chunks(
+    chunk_id: uuid.UUID,
+    caller: SearchCaller,
+    resources: ResourcesDep,
+    top_k: TopK = 10,
+    min_similarity: MinSimilarity = 0.85,
+    exclude_same_document: bool = True,
+    search_scope: SearchScope = SearchScope.CURRENT,
+    collections: CollectionsParam = None,
+) -> SimilarOut:
+    """Chunks like this one, best first, with their sources."""
+    request = similar_request(
+        resources,
+        top_k=top_k,
+        min_similarity=min_similarity,
+        exclude_same_document=exclude_same_document,
+        search_scope=search_scope,
+        collections=collections,
+    )
+    outcome = await similar_to_chunk(
+        resources.sessions,
+        tenant_id=caller.tenant_id,
+        chunk_id=chunk_id,
+        request=request,
+        access=resources.access,
+    )
+    return SimilarOut.of(outcome)
+
+
+@router.get("/documents/{document_id}/similar")
+async def similar_documents(
+    document_id: uuid.UUID,
+    caller: SearchCaller,
+    resources: ResourcesDep,
+    top_k: TopK = 10,
+    min_similarity: MinSimilarity = 0.85,
+    exclude_same_document: bool = True,
+    search_scope: SearchScope = SearchScope.CURRENT,
+    collections: CollectionsParam = None,
+) -> SimilarOut:
+    """Documents like this one: one entry each (its best chunk), by document similarity.
+    `exclude_same_document` is accepted for symmetry (a document is never its own neighbour)."""
+    request = similar_request(
+        resources,
+        top_k=top_k,
+        min_similarity=min_similarity,
+        exclude_same_document=exclude_same_document,
+        search_scope=search_scope,
+        collections=collections,
+    )
+    outcome = await similar_to_document(
+        resources.sessions,
+        tenant_id=caller.tenant_id,
+        document_id=document_id,
+        request=request,
+        access=resources.access,
+    )
+    return SimilarOut.of(outcome)
+
+
+@router.post("/dedupe")
+async def dedupe_documents(
+    body: DedupeIn, caller: SearchCaller, resources: ResourcesDep
+) -> DedupeOut:
+    """Near-duplicate groups; a dry run (default) changes nothing, a merge (`dry_run: false`,
+    needs rag:ingest) deletes each group's duplicates and keeps its primary."""
+    if not body.dry_run and not caller.principal.has_scope(SCOPE_INGEST):
+        raise Forbidden(f"a merge (dry_run false) needs the {SCOPE_INGEST} scope")
+    request = DedupeRequest(
+        similarity_threshold=body.similarity_threshold,
+        dry_run=body.dry_run,
+        merge_strategy=body.merge_strategy,
+        limit=body.limit,
+        collections=body.collections,
+        use_index=body.use_index,
+        ef_search=resources.settings.search_ef_search_default,
+    )
+    outcome = await dedupe(
+        resources.sessions,
+        tenant_id=caller.tenant_id,
+        model_id=resources.embedder.model_id,
+        request=request,
+    )
+    return DedupeOut.of(outcome)

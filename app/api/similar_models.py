@@ -1,0 +1,105 @@
+"""Request and response models of the similar and dedupe routes."""
+
+from __future__ import annotations
+
+import uuid
+from datetime import datetime
+from typing import Annotated, Self
+
+from pydantic import AliasChoices, BaseModel, ConfigDict, Field, StringConstraints
+
+from app.api.search_models import ChunkOut
+from app.retrieval.dedupe import MAX_LIMIT, DedupeOutcome, DuplicateGroup, Examined, MergeStrategy
+from app.retrieval.similar import SimilarOutcome
+
+CollectionName = Annotated[str, StringConstraints(min_length=1, max_length=128)]
+
+
+class SimilarOut(BaseModel):
+    item_id: uuid.UUID
+    kind: str = Field(description="chunk or document")
+    similar_count: int
+    similar: list[ChunkOut] = Field(
+        description="Best first. For a document: one entry per similar document, its best "
+        "chunk, `similarity` the documents' similarity."
+    )
+
+    @classmethod
+    def of(cls, outcome: SimilarOutcome) -> Self:
+        return cls(
+            item_id=outcome.item_id,
+            kind=outcome.kind,
+            similar_count=len(outcome.similar),
+            similar=[ChunkOut.of(hit) for hit in outcome.similar],
+        )
+
+
+class DedupeIn(BaseModel):
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+    similarity_threshold: Annotated[float, Field(ge=0.0, le=1.0)] = 0.95
+    dry_run: bool = True
+    merge_strategy: MergeStrategy = MergeStrategy.KEEP_NEWEST
+    limit: Annotated[int, Field(ge=1, le=MAX_LIMIT)] = 1_000
+    collections: Annotated[list[CollectionName] | None, Field(max_length=100)] = None
+    use_index: bool = Field(default=True, validation_alias=AliasChoices("use_index", "use_lsh"))
+
+
+class DocumentRef(BaseModel):
+    id: uuid.UUID
+    title: str
+    collection: str
+    created_at: datetime
+    updated_at: datetime
+    access_count: int
+
+    @classmethod
+    def of(cls, doc: Examined) -> Self:
+        return cls(
+            id=doc.id,
+            title=doc.title,
+            collection=doc.collection,
+            created_at=doc.created_at,
+            updated_at=doc.updated_at,
+            access_count=doc.access_count,
+        )
+
+
+class GroupOut(BaseModel):
+    primary_id: uuid.UUID
+    primary_title: str
+    duplicate_ids: list[uuid.UUID]
+    duplicate_titles: list[str]
+    avg_similarity: float
+    documents: list[DocumentRef] = Field(description="The primary first, then the duplicates.")
+
+    @classmethod
+    def of(cls, group: DuplicateGroup) -> Self:
+        return cls(
+            primary_id=group.primary.id,
+            primary_title=group.primary.title,
+            duplicate_ids=[d.id for d in group.duplicates],
+            duplicate_titles=[d.title for d in group.duplicates],
+            avg_similarity=group.avg_similarity,
+            documents=[DocumentRef.of(d) for d in (group.primary, *group.duplicates)],
+        )
+
+
+class DedupeOut(BaseModel):
+    duplicate_groups: list[GroupOut]
+    total_duplicates: int
+    dry_run: bool
+    action: str = Field(description="preview (nothing changed) or merged")
+    documents_examined: int
+    removed_ids: list[uuid.UUID]
+
+    @classmethod
+    def of(cls, outcome: DedupeOutcome) -> Self:
+        return cls(
+            duplicate_groups=[GroupOut.of(g) for g in outcome.groups],
+            total_duplicates=outcome.total_duplicates,
+            dry_run=outcome.dry_run,
+            action="preview" if outcome.dry_run else "merged",
+            documents_examined=outcome.examined,
+            removed_ids=outcome.removed,
+        )

@@ -1,0 +1,336 @@
+"""Near-duplicate documents: find them (groups), and merge them (keep one per group).
+
+Pairs: two documents are near-duplicates when the cosine similarity of their document vectors
+(app/retrieval/similar.py) is at or above the threshold. Groups are the connected components of
+those pairs (union-find).
+
+Candidate pairs come from the documents' HNSW index: one k-nearest-neighbour probe per examined
+document (`NEIGHBOURS` of them), batched in LATERAL statements of `PROBE_BATCH` documents, under
+the same index settings as search (`hnsw.ef_search`, iterative scans). That is N·k·log N work
+for N documents, not the N² pairs of an exact comparison. A group larger than k+1 is still
+found when its members chain through each other's k nearest. `use_index=False` compares every
+pair exactly (numpy, on the stored vectors), allowed up to `EXACT_MAX_DOCUMENTS`.
+
+Merging re-checks inside its own transaction: the group's documents are locked (FOR UPDATE),
+a document that changed since it was examined (`updated_at`) or vanished is neither deleted nor
+kept as primary, and the remaining ones are regrouped from their current vectors; only those
+still connected to the primary are deleted (their chunks go by cascade). A second run finds
+nothing more to remove.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from enum import StrEnum
+
+import numpy as np
+from sqlalchemy import bindparam, delete, select, text
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from app.db.models import Collection, Document
+from app.db.tenancy import SessionMaker, tenant_transaction
+from app.errors import Unprocessable
+from app.retrieval.search import index_settings
+
+NEIGHBOURS = 10
+PROBE_BATCH = 256
+EXACT_MAX_DOCUMENTS = 5_000
+MAX_LIMIT = 50_000
+
+
+class MergeStrategy(StrEnum):
+    KEEP_NEWEST = "keep_newest"
+    KEEP_OLDEST = "keep_oldest"
+    KEEP_MOST_ACCESSED = "keep_most_accessed"
+
+
+@dataclass(frozen=True, slots=True)
+class DedupeRequest:
+    similarity_threshold: float = 0.95
+    dry_run: bool = True
+    merge_strategy: MergeStrategy = MergeStrategy.KEEP_NEWEST
+    limit: int = 1_000
+    collections: Sequence[str] | None = None
+    use_index: bool = True
+    ef_search: int = 40
+
+
+@dataclass(frozen=True, slots=True)
+class Examined:
+    """A document as it was examined: the evidence a merge re-checks."""
+
+    id: uuid.UUID
+    title: str
+    collection: str
+    created_at: datetime
+    updated_at: datetime
+    access_count: int
+
+
+@dataclass(frozen=True, slots=True)
+class DuplicateGroup:
+    primary: Examined
+    duplicates: list[Examined]
+    avg_similarity: float
+
+
+@dataclass(frozen=True, slots=True)
+class DedupeOutcome:
+    groups: list[DuplicateGroup]
+    examined: int
+    dry_run: bool
+    removed: list[uuid.UUID] = field(default_factory=list)
+
+    @property
+    def total_duplicates(self) -> int:
+        return sum(len(group.duplicates) for group in self.groups)
+
+
+def check(request: DedupeRequest) -> None:
+    """422 naming the field for requests the service does not take."""
+    if not 1 <= request.limit <= MAX_LIMIT:
+        _bad("limit", f"between 1 and {MAX_LIMIT}")
+    if not 0.0 <= request.similarity_threshold <= 1.0:
+        _bad("similarity_threshold", "between 0.0 and 1.0")
+    if not request.use_index and request.limit > EXACT_MAX_DOCUMENTS:
+        _bad("use_index", f"an exact comparison takes at most {EXACT_MAX_DOCUMENTS} documents")
+
+
+def _bad(name: str, message: str) -> None:
+    raise Unprocessable(
+        f"{name}: {message}", extra={"errors": [{"field": name, "message": message}]}
+    )
+
+
+async def dedupe(
+    sessions: SessionMaker, *, tenant_id: str, model_id: str, request: DedupeRequest
+) -> DedupeOutcome:
+    """Find the tenant's near-duplicate groups; unless `dry_run`, merge them."""
+    found = await find_duplicates(sessions, tenant_id=tenant_id, model_id=model_id, request=request)
+    if request.dry_run:
+        return found
+    return await merge_duplicates(
+        sessions,
+        tenant_id=tenant_id,
+        groups=found.groups,
+        request=request,
+        examined=found.examined,
+    )
+
+
+async def find_duplicates(
+    sessions: SessionMaker, *, tenant_id: str, model_id: str, request: DedupeRequest
+) -> DedupeOutcome:
+    """The groups, primary chosen by the strategy; changes nothing."""
+    check(request)
+    async with tenant_transaction(
+        sessions, tenant_id, settings=index_settings(max(request.ef_search, NEIGHBOURS * 4))
+    ) as session:
+        docs = await _examined(session, tenant_id, model_id, request)
+        ids = list(docs)
+        if request.use_index:
+            pairs = await _index_pairs(session, tenant_id, model_id, ids, request)
+        else:
+            pairs = await _exact_pairs(session, ids, request.similarity_threshold)
+    groups = [
+        _group([docs[i] for i in members], edges, request.merge_strategy)
+        for members, edges in components(pairs)
+    ]
+    groups.sort(key=lambda g: (-len(g.duplicates), -g.avg_similarity, str(g.primary.id)))
+    return DedupeOutcome(groups=groups, examined=len(docs), dry_run=True)
+
+
+async def _examined(
+    session: AsyncSession, tenant_id: str, model_id: str, request: DedupeRequest
+) -> dict[uuid.UUID, Examined]:
+    stmt = (
+        select(
+            Document.id,
+            Document.title,
+            Collection.name,
+            Document.created_at,
+            Document.updated_at,
+            Document.access_count,
+        )
+        .join(Collection, Collection.id == Document.collection_id)
+        .where(
+            Document.tenant_id == tenant_id,
+            Document.embedding_model == model_id,
+            Document.embedding.is_not(None),
+        )
+        .order_by(Document.created_at, Document.id)
+        .limit(request.limit)
+    )
+    if request.collections is not None:
+        stmt = stmt.where(Collection.name.in_(list(request.collections)))
+    return {row[0]: Examined(*row) for row in await session.execute(stmt)}
+
+
+# One LATERAL k-NN probe of the documents' HNSW index per listed document. The tenant and model
+# are constants beside RLS (as in search), so the planner may use the index or, for a small
+# tenant, the tenant btree (exact).
+PROBES = text(
+    """
+    SELECT d.id AS a, n.id AS b, 1 - n.distance AS similarity
+    FROM documents d
+    CROSS JOIN LATERAL (
+        SELECT o.id, o.embedding <=> d.embedding AS distance
+        FROM documents o
+        WHERE o.tenant_id = :tenant AND o.embedding_model = :model AND o.id <> d.id
+        ORDER BY o.embedding <=> d.embedding
+        LIMIT :k
+    ) n
+    WHERE d.id = ANY(:ids)
+    """
+).bindparams(bindparam("ids"))
+
+
+async def _index_pairs(
+    session: AsyncSession,
+    tenant_id: str,
+    model_id: str,
+    ids: Sequence[uuid.UUID],
+    request: DedupeRequest,
+) -> dict[tuple[uuid.UUID, uuid.UUID], float]:
+    examined = set(ids)
+    pairs: dict[tuple[uuid.UUID, uuid.UUID], float] = {}
+    for start in range(0, len(ids), PROBE_BATCH):
+        batch = list(ids[start : start + PROBE_BATCH])
+        params = {"tenant": tenant_id, "model": model_id, "k": NEIGHBOURS, "ids": batch}
+        for a, b, similarity in await session.execute(PROBES, params):
+            if similarity >= request.similarity_threshold and b in examined:
+                pairs[_key(a, b)] = max(float(similarity), pairs.get(_key(a, b), 0.0))
+    return pairs
+
+
+async def _exact_pairs(
+    session: AsyncSession, ids: Sequence[uuid.UUID], threshold: float
+) -> dict[tuple[uuid.UUID, uuid.UUID], float]:
+    if len(ids) < 2:
+        return {}
+    rows = await session.execute(
+        select(Document.id, Document.embedding).where(Document.id.in_(list(ids)))
+    )
+    order, vectors = zip(*[(row[0], row[1]) for row in rows], strict=True)
+    return exact_pairs(list(order), np.asarray(vectors, dtype=np.float32), threshold)
+
+
+def exact_pairs(
+    ids: Sequence[uuid.UUID], vectors: np.ndarray, threshold: float
+) -> dict[tuple[uuid.UUID, uuid.UUID], float]:
+    """Every pair at or above `threshold` by cosine similarity (vectors need not be unit)."""
+    norms = np.linalg.norm(vectors, axis=1, keepdims=True)
+    unit = vectors / np.where(norms == 0, 1, norms)
+    sims = unit @ unit.T
+    rows, cols = np.nonzero(np.triu(sims >= threshold, k=1))
+    return {
+        _key(ids[int(i)], ids[int(j)]): float(sims[i, j]) for i, j in zip(rows, cols, strict=True)
+    }
+
+
+def _key(a: uuid.UUID, b: uuid.UUID) -> tuple[uuid.UUID, uuid.UUID]:
+    return (a, b) if str(a) < str(b) else (b, a)
+
+
+def components(
+    pairs: dict[tuple[uuid.UUID, uuid.UUID], float],
+) -> list[tuple[list[uuid.UUID], list[float]]]:
+    """Connected components (union-find): (members, similarities of their pairs)."""
+    parent: dict[uuid.UUID, uuid.UUID] = {}
+
+    def root(x: uuid.UUID) -> uuid.UUID:
+        parent.setdefault(x, x)
+        while parent[x] != x:
+            parent[x] = parent[parent[x]]
+            x = parent[x]
+        return x
+
+    for a, b in pairs:
+        ra, rb = root(a), root(b)
+        if ra != rb:
+            parent[max(ra, rb, key=str)] = min(ra, rb, key=str)
+    members: dict[uuid.UUID, list[uuid.UUID]] = {}
+    for x in parent:
+        members.setdefault(root(x), []).append(x)
+    edges: dict[uuid.UUID, list[float]] = {}
+    for (a, _b), similarity in pairs.items():
+        edges.setdefault(root(a), []).append(similarity)
+    return [(sorted(group, key=str), edges[r]) for r, group in members.items()]
+
+
+def primary_of(docs: Sequence[Examined], strategy: MergeStrategy) -> Examined:
+    """The document a group keeps; ties by id, so the choice is stable."""
+    if strategy is MergeStrategy.KEEP_OLDEST:
+        return min(docs, key=lambda d: (d.created_at, str(d.id)))
+    if strategy is MergeStrategy.KEEP_MOST_ACCESSED:
+        return max(docs, key=lambda d: (d.access_count, d.updated_at, str(d.id)))
+    return max(docs, key=lambda d: (d.updated_at, d.created_at, str(d.id)))
+
+
+def _group(docs: list[Examined], edges: list[float], strategy: MergeStrategy) -> DuplicateGroup:
+    primary = primary_of(docs, strategy)
+    duplicates = sorted((d for d in docs if d.id != primary.id), key=lambda d: str(d.id))
+    return DuplicateGroup(
+        primary=primary,
+        duplicates=duplicates,
+        avg_similarity=round(sum(edges) / len(edges), 6),
+    )
+
+
+async def merge_duplicates(
+    sessions: SessionMaker,
+    *,
+    tenant_id: str,
+    groups: Sequence[DuplicateGroup],
+    request: DedupeRequest,
+    examined: int,
+) -> DedupeOutcome:
+    """Delete each group's duplicates in one transaction, re-checked against the evidence."""
+    kept: list[DuplicateGroup] = []
+    removed: list[uuid.UUID] = []
+    async with tenant_transaction(sessions, tenant_id) as session:
+        for group in groups:
+            merged = await _recheck(session, group, request)
+            if merged is None:
+                continue
+            ids = [d.id for d in merged.duplicates]
+            await session.execute(
+                delete(Document).where(Document.tenant_id == tenant_id, Document.id.in_(ids))
+            )
+            removed.extend(ids)
+            kept.append(merged)
+    return DedupeOutcome(groups=kept, examined=examined, dry_run=False, removed=removed)
+
+
+async def _recheck(
+    session: AsyncSession, group: DuplicateGroup, request: DedupeRequest
+) -> DuplicateGroup | None:
+    """The group as it stands now (rows locked), or None when nothing is left to delete."""
+    seen = {d.id: d for d in (group.primary, *group.duplicates)}
+    rows = await session.execute(
+        select(Document.id, Document.updated_at, Document.embedding)
+        .where(Document.id.in_(list(seen)))
+        .order_by(Document.id)
+        .with_for_update()
+    )
+    current = {
+        row.id: row.embedding
+        for row in rows
+        if row.embedding is not None and row.updated_at == seen[row.id].updated_at
+    }
+    if group.primary.id not in current:
+        return None  # the primary changed or went: decide again on a fresh run
+    ids = list(current)
+    pairs = exact_pairs(ids, np.asarray([current[i] for i in ids]), request.similarity_threshold)
+    for members, edges in components(pairs):
+        if group.primary.id in members:
+            duplicates = [seen[i] for i in members if i != group.primary.id]
+            return DuplicateGroup(
+                primary=group.primary,
+                duplicates=sorted(duplicates, key=lambda d: str(d.id)),
+                avg_similarity=round(sum(edges) / len(edges), 6),
+            )
+    return None
