@@ -11,9 +11,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from app.auth import SCOPE_ADMIN, Principal, principal_from_authorization
-from app.errors import Forbidden
+from app.errors import Forbidden, Unprocessable
 from app.ratelimit import Decision, limit_for_tier
 from app.resources import Resources
+from app.storable import is_tenant_id
 from app.tenants import TenantInfo
 
 
@@ -50,6 +51,11 @@ async def authorize(
 def _acting_tenant(principal: Principal, header: str | None) -> str:
     if header is None or header == principal.tenant_id:
         return principal.tenant_id
+    if not is_tenant_id(header):
+        raise Unprocessable(
+            "X-Tenant-ID is not a tenant id",
+            extra={"errors": [{"field": "X-Tenant-ID", "message": "not a tenant id"}]},
+        )
     if principal.has_scope(SCOPE_ADMIN):
         return header
     raise Forbidden("X-Tenant-ID does not match the token's tenant (only rag:admin may differ)")

@@ -13,8 +13,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from app.db.models import Tenant
 from app.db.tenancy import SessionMaker, registry_transaction
 from app.errors import Forbidden, NotFound
-
-TENANT_ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$"
+from app.storable import TENANT_ID_PATTERN as TENANT_ID_PATTERN
 
 
 async def create_tenant(

@@ -13,6 +13,7 @@ from app.db.models import Tenant
 from app.db.tenancy import registry_transaction, tenant_transaction
 from app.errors import Unprocessable
 from app.ingest.catalog import tenant_stats
+from app.storable import MAX_OFFSET, Storable
 from app.tenants import TENANT_ID_PATTERN, create_tenant, get_tenant, list_tenants, update_tenant
 
 router = APIRouter(prefix="/api/admin", tags=["admin"])
@@ -22,7 +23,7 @@ TenantId = Annotated[str, StringConstraints(pattern=TENANT_ID_PATTERN)]
 class TenantIn(BaseModel):
     model_config = ConfigDict(extra="forbid")
     id: TenantId
-    name: Annotated[str | None, StringConstraints(max_length=200)] = None
+    name: Annotated[str, StringConstraints(max_length=200), Storable] | None = None
     tier: str = "basic"
 
 
@@ -79,7 +80,7 @@ async def tenants(
     _caller: AdminCaller,
     resources: ResourcesDep,
     limit: Annotated[int, Query(ge=1, le=500)] = 100,
-    offset: Annotated[int, Query(ge=0)] = 0,
+    offset: Annotated[int, Query(ge=0, le=MAX_OFFSET)] = 0,
 ) -> TenantList:
     async with registry_transaction(resources.sessions) as session:
         found = await list_tenants(session, limit=limit, offset=offset)

@@ -32,6 +32,7 @@ from app.ingest.documents import DocumentInput, ingest_document, ingest_document
 from app.ingest.parsing import sniff_source_type
 from app.ingest.store import DEFAULT_COLLECTION
 from app.resources import Resources
+from app.storable import MAX_OFFSET
 
 router = APIRouter(prefix="/api/rag/documents", tags=["documents"])
 UPLOAD_CHUNK = 1024 * 1024
@@ -143,9 +144,9 @@ def _metadata_form(raw: str | None) -> dict[str, JsonValue]:
 async def list_all(
     caller: SearchCaller,
     resources: ResourcesDep,
-    collection: Annotated[str | None, Query(max_length=128)] = None,
+    collection: Annotated[CollectionName | None, Query()] = None,
     limit: Annotated[int, Query(ge=1, le=200)] = 50,
-    offset: Annotated[int, Query(ge=0)] = 0,
+    offset: Annotated[int, Query(ge=0, le=MAX_OFFSET)] = 0,
 ) -> DocumentList:
     async with tenant_transaction(resources.sessions, caller.tenant_id) as session:
         found, total = await list_documents(

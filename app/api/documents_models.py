@@ -22,32 +22,32 @@ from app.ingest.catalog import DocumentSummary
 from app.ingest.documents import DocumentInput, IngestResult, PrecomputedChunk
 from app.ingest.parsing import SourceType
 from app.ingest.store import DEFAULT_COLLECTION
+from app.storable import PG_INT_MAX, storable, unstorable_reason
 
 METADATA_MAX_BYTES = 64 * 1024
 
 
-def _without_nul(value: str) -> str:
-    """PostgreSQL text and jsonb cannot hold NUL: refuse it here (422), not in the database."""
-    if "\x00" in value:
-        raise ValueError("must not contain NUL characters (\\u0000)")
-    return value
-
-
-def _holds_nul(value: JsonValue) -> bool:
+def _unstorable(value: JsonValue) -> str | None:
+    """Why a string somewhere in `value` cannot be stored (app/storable.py), or None."""
     if isinstance(value, str):
-        return "\x00" in value
+        return unstorable_reason(value)
     if isinstance(value, dict):
-        return any("\x00" in key or _holds_nul(item) for key, item in value.items())
+        items: list[JsonValue] = [*value.keys(), *value.values()]
+        return next((r for r in map(_unstorable, items) if r is not None), None)
     if isinstance(value, list):
-        return any(_holds_nul(item) for item in value)
-    return False
+        return next((r for r in map(_unstorable, value) if r is not None), None)
+    return None
 
 
 def _bounded_metadata(value: dict[str, JsonValue]) -> dict[str, JsonValue]:
-    if len(json.dumps(value)) > METADATA_MAX_BYTES:
+    try:
+        size = len(json.dumps(value, allow_nan=False))
+    except ValueError:
+        raise ValueError("metadata numbers must be finite (no NaN or Infinity)") from None
+    if size > METADATA_MAX_BYTES:
         raise ValueError(f"metadata is larger than {METADATA_MAX_BYTES} bytes")
-    if _holds_nul(value):
-        raise ValueError("metadata must not contain NUL characters (\\u0000)")
+    if (reason := _unstorable(value)) is not None:
+        raise ValueError(f"metadata {reason}")
     return value
 
 
@@ -57,7 +57,7 @@ def _not_zero(vector: list[float]) -> list[float]:
     return vector
 
 
-NoNul = AfterValidator(_without_nul)
+NoNul = AfterValidator(storable)
 Title = Annotated[str, StringConstraints(max_length=1000, strip_whitespace=True), NoNul]
 ExternalId = Annotated[str, StringConstraints(min_length=1, max_length=512), NoNul]
 CollectionName = Annotated[
@@ -81,7 +81,7 @@ class ChunkIn(Strict):
     embedding: Annotated[
         list[FiniteFloat], Field(min_length=1, max_length=16_000), AfterValidator(_not_zero)
     ]
-    page_number: Annotated[int | None, Field(ge=1)] = None
+    page_number: Annotated[int | None, Field(ge=1, le=PG_INT_MAX)] = None
     section: list[Annotated[str, NoNul]] = []
 
 
@@ -94,7 +94,7 @@ class DocumentIn(Strict):
     source_url: Url | None = None
     metadata: Metadata = {}
     chunks: Annotated[list[ChunkIn] | None, Field(min_length=1, max_length=10_000)] = None
-    embedding_model: Annotated[str | None, StringConstraints(max_length=200)] = None
+    embedding_model: Annotated[str | None, StringConstraints(max_length=200), NoNul] = None
 
 
 def to_input(body: DocumentIn) -> DocumentInput:

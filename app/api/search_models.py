@@ -5,13 +5,26 @@ from __future__ import annotations
 import uuid
 from typing import Annotated, Self
 
-from pydantic import BaseModel, ConfigDict, Field, JsonValue, StringConstraints, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    FiniteFloat,
+    JsonValue,
+    StringConstraints,
+    model_validator,
+)
 
 from app.ingest.parsing import SourceType
 from app.retrieval import Hit, MetadataCondition, SearchFilters, SearchMode, SearchOutcome
+from app.storable import Storable
 
-MetadataKey = Annotated[str, StringConstraints(min_length=1, max_length=128)]
-Scalar = str | int | float | bool | None
+MetadataKey = Annotated[str, StringConstraints(min_length=1, max_length=128), Storable]
+CollectionName = Annotated[str, StringConstraints(min_length=1, max_length=128), Storable]
+QueryText = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1), Storable]
+Scalar = (
+    Annotated[str, StringConstraints(max_length=4096), Storable] | int | FiniteFloat | bool | None
+)
 
 
 class Strict(BaseModel):
@@ -23,10 +36,10 @@ class Range(Strict):
 
     eq: Scalar = None
     in_: Annotated[list[Scalar] | None, Field(alias="in", max_length=100)] = None
-    gt: float | None = None
-    gte: float | None = None
-    lt: float | None = None
-    lte: float | None = None
+    gt: FiniteFloat | None = None
+    gte: FiniteFloat | None = None
+    lt: FiniteFloat | None = None
+    lte: FiniteFloat | None = None
 
     model_config = ConfigDict(extra="forbid", populate_by_name=True)
 
@@ -44,14 +57,11 @@ class Filters(Strict):
 
 
 class SearchIn(Strict):
-    query: Annotated[str, StringConstraints(strip_whitespace=True, min_length=1)]
+    query: QueryText
     max_results: Annotated[int, Field(ge=1, le=20)] = 5
     threshold: Annotated[float | None, Field(ge=0.1, le=1.0)] = None
     mode: SearchMode = SearchMode.VECTOR
-    collections: Annotated[
-        list[Annotated[str, StringConstraints(min_length=1, max_length=128)]] | None,
-        Field(max_length=100),
-    ] = None
+    collections: Annotated[list[CollectionName] | None, Field(max_length=100)] = None
     filters: Filters = Filters()
     ef_search: Annotated[int | None, Field(ge=1, le=1000)] = None
 

@@ -1,8 +1,10 @@
 """Bearer JWTs -> Principal: python-jose verification with the settings' keys and algorithms.
 
 The token is parsed here (strict base64url, JSON header and payload) so that each rejection has a
-precise reason; the signature is checked by the python-jose key bound to the header's algorithm,
-and only algorithms listed in the settings are accepted. Reasons never quote the token or a key.
+precise reason (segments must be unpadded, canonical base64url, RFC 7515; the tenant claim a
+tenant id, so a strange one is a 401 before any query); the signature is checked by the
+python-jose key bound to the header's algorithm, and only algorithms listed in the settings are
+accepted. Reasons never quote the token or a key.
 """
 
 from __future__ import annotations
@@ -22,12 +24,13 @@ from jose.exceptions import JOSEError
 from app.auth.keys import HMAC_ALGORITHMS, AuthConfigError, VerificationKey, hmac_secret, load_keys
 from app.errors import Unauthenticated
 from app.settings import Settings
+from app.storable import is_tenant_id
 
 SCOPE_SEARCH = "rag:search"
 SCOPE_INGEST = "rag:ingest"
 SCOPE_ADMIN = "rag:admin"
 
-_SEGMENT = re.compile(r"^[A-Za-z0-9_-]*$")
+_SEGMENT = re.compile(r"[A-Za-z0-9_-]*")
 _SCOPE_CLAIMS = ("scope", "scp", "scopes")
 
 
@@ -114,8 +117,11 @@ class TokenVerifier:
             raise invalid_token("malformed token")
         self._check_times(claims)
         self._check_audience_and_issuer(claims)
+        tenant_id = _required_string(claims, self._tenant_claim)
+        if not is_tenant_id(tenant_id):
+            raise invalid_token(f"invalid claim '{self._tenant_claim}'")
         return Principal(
-            tenant_id=_required_string(claims, self._tenant_claim),
+            tenant_id=tenant_id,
             subject=_required_string(claims, "sub"),
             scopes=_scopes(claims),
         )
@@ -199,7 +205,7 @@ def issue_token(
 def _split(token: str) -> tuple[dict[str, object], bytes, bytes, bytes]:
     """Header, payload, signing input and signature of a compact JWS; 401 when malformed."""
     parts = token.split(".")
-    if len(parts) != 3 or not all(_SEGMENT.match(part) for part in parts) or not parts[0]:
+    if len(parts) != 3 or not all(_SEGMENT.fullmatch(part) for part in parts) or not parts[0]:
         raise invalid_token("malformed token")
     try:
         header = json.loads(_b64decode(parts[0]))
@@ -212,7 +218,13 @@ def _split(token: str) -> tuple[dict[str, object], bytes, bytes, bytes]:
 
 
 def _b64decode(segment: str) -> bytes:
-    return base64.urlsafe_b64decode(segment + "=" * (-len(segment) % 4))
+    """Unpadded base64url only, in its one canonical spelling (RFC 7515 section 2): unused
+    trailing bits set would make one token many strings, which deny-lists and caches keyed on
+    the string could not recognise."""
+    decoded = base64.urlsafe_b64decode(segment + "=" * (-len(segment) % 4))
+    if base64.urlsafe_b64encode(decoded).rstrip(b"=").decode("ascii") != segment:
+        raise ValueError("non-canonical base64url")
+    return decoded
 
 
 def _signature_matches(key: VerificationKey, signing_input: bytes, signature: bytes) -> bool:

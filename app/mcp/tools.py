@@ -11,9 +11,9 @@ from __future__ import annotations
 import uuid
 from typing import Annotated
 
-from pydantic import Field, StringConstraints
+from pydantic import Field
 
-from app.api.search_models import Filters, SearchIn, to_filters
+from app.api.search_models import CollectionName, Filters, QueryText, SearchIn, to_filters
 from app.citations import DEFAULT_MAX_TOKENS, CitationStyle
 from app.mcp.access import admitted, tool_errors
 from app.mcp.models import (
@@ -40,13 +40,11 @@ from app.retrieval.dedupe import find_duplicates as find_groups
 from app.retrieval.similar import SearchScope, SimilarRequest, similar_to_item
 
 Query = Annotated[
-    str,
-    StringConstraints(strip_whitespace=True, min_length=1),
-    Field(description="What to look for, in natural language (or keywords)."),
+    QueryText, Field(description="What to look for, in natural language (or keywords).")
 ]
 Limit = Annotated[int, Field(ge=1, le=20, description="How many chunks to return (1-20).")]
 Collections = Annotated[
-    list[Annotated[str, StringConstraints(min_length=1, max_length=128)]] | None,
+    list[CollectionName] | None,
     Field(max_length=100, description="Only these collections (default: all)."),
 ]
 

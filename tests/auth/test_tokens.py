@@ -276,6 +276,45 @@ def test_refuses_a_tenant_that_is_not_a_string(hs_verifier: TokenVerifier, value
     assert_refused(hs_verifier, hs256(claims(tenant_id=value)), "invalid claim 'tenant_id'")
 
 
+@pytest.mark.parametrize("value", ["a\x00b", "a\ud800", "x" * 65, "../etc", "acme\n", "ac me"])
+def test_refuses_a_tenant_that_is_not_a_tenant_id(hs_verifier: TokenVerifier, value: str) -> None:
+    token = handmade({"alg": "HS256"}, claims(tenant_id=value), SECRET.encode())
+    assert_refused(hs_verifier, token, "invalid claim 'tenant_id'")
+
+
+def _standard_b64(token: str) -> str:
+    """The same token with base64url's `-`/`_` written as standard base64's `+`/`/`."""
+    return token.replace("-", "+").replace("_", "/")
+
+
+def test_refuses_standard_base64_and_padding(hs_verifier: TokenVerifier) -> None:
+    for n in range(200):  # a validly signed token whose segments hold `-` or `_`
+        token = hs256(claims(scope=f"rag:search {'~' * n}", nonce="\u00ff" * n))
+        if "-" in token or "_" in token:
+            break
+    assert hs_verifier.verify(token).tenant_id == "acme"
+    assert_refused(hs_verifier, _standard_b64(token), "malformed token")
+    header, payload, signature = token.split(".")
+    padded = f"{header}{'=' * (-len(header) % 4)}.{payload}.{signature}"
+    if padded != token:
+        assert_refused(hs_verifier, padded, "malformed token")
+    assert_refused(hs_verifier, token + "\n", "malformed token")
+
+
+def test_refuses_non_canonical_trailing_bits(hs_verifier: TokenVerifier) -> None:
+    """Base64url's last character may carry unused bits; a token with them set decodes to the
+    same bytes, so one token would be many strings. Only the canonical form is accepted."""
+    token = hs256(claims())
+    header, payload, signature = token.split(".")
+    alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"
+    last = alphabet.index(signature[-1])
+    twin = alphabet[last ^ 1]  # 256-bit signature: 43 characters, the last holds 2 unused bits
+    assert base64.urlsafe_b64decode(signature[:-1] + twin + "=") == base64.urlsafe_b64decode(
+        signature + "="
+    )
+    assert_refused(hs_verifier, f"{header}.{payload}.{signature[:-1]}{twin}", "malformed token")
+
+
 def test_tenant_claim_name_comes_from_the_settings() -> None:
     verifier = TokenVerifier.from_settings(settings(jwt_tenant_claim="org"))
     assert verifier.verify(hs256(claims(tenant_id=None, org="globex"))).tenant_id == "globex"
