@@ -168,6 +168,7 @@ def token(
 ) -> None:
     """Print a signed HS256 token (RAG_JWT_SECRET, or the embedded mode's own secret)."""
     from app.auth import issue_token
+    from app.auth.keys import hmac_key_source
     from app.cli.settings import load_settings
 
     settings = load_settings()
@@ -177,3 +178,4 @@ def token(
         )
         + "\n"
     )
+    typer.echo(f"signed with the secret in {hmac_key_source(settings)}", err=True)

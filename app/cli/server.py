@@ -7,6 +7,7 @@ import socket
 
 import uvicorn
 
+from app.auth.keys import hmac_key_source
 from app.main import create_app
 from app.settings import Settings
 
@@ -16,9 +17,9 @@ _log = logging.getLogger("app.serve")
 class _AnnouncingServer(uvicorn.Server):
     """A uvicorn server that logs one line when it is ready to answer."""
 
-    def __init__(self, config: uvicorn.Config, *, base_url: str) -> None:
+    def __init__(self, config: uvicorn.Config, *, base_url: str, keys: str | None) -> None:
         super().__init__(config)
-        self._base_url = base_url
+        self._base_url, self._keys = base_url, keys
 
     async def startup(self, sockets: list[socket.socket] | None = None) -> None:
         await super().startup(sockets=sockets)
@@ -28,6 +29,8 @@ class _AnnouncingServer(uvicorn.Server):
                 self._base_url,
                 self._base_url,
             )
+            if self._keys is not None:
+                _log.info("tokens: HMAC secret in %s", self._keys)
 
 
 def run_server(settings: Settings, *, host: str, port: int) -> None:
@@ -37,4 +40,5 @@ def run_server(settings: Settings, *, host: str, port: int) -> None:
     config = uvicorn.Config(create_app(settings), host=host, port=port, log_level="info")
     errors.setLevel(level)  # uvicorn.Config reconfigures its loggers: keep the chosen level
     shown = f"[{host}]" if ":" in host else host
-    _AnnouncingServer(config, base_url=f"http://{shown}:{port}").run()
+    keys = hmac_key_source(settings)
+    _AnnouncingServer(config, base_url=f"http://{shown}:{port}", keys=keys).run()
