@@ -41,4 +41,9 @@ def run_server(settings: Settings, *, host: str, port: int) -> None:
     errors.setLevel(level)  # uvicorn.Config reconfigures its loggers: keep the chosen level
     shown = f"[{host}]" if ":" in host else host
     keys = hmac_key_source(settings)
-    _AnnouncingServer(config, base_url=f"http://{shown}:{port}", keys=keys).run()
+    server = _AnnouncingServer(config, base_url=f"http://{shown}:{port}", keys=keys)
+    try:
+        server.run()
+    except KeyboardInterrupt:  # uvicorn re-raises the Ctrl-C it handled: a clean stop
+        pass
+    _log.info("stopped")
