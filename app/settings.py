@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import logging
 import secrets
 from enum import StrEnum
 from pathlib import Path
@@ -23,6 +24,8 @@ class RedisFailurePolicy(StrEnum):
     FAIL_OPEN = "fail_open"
     FAIL_CLOSED = "fail_closed"
 
+
+_log = logging.getLogger(__name__)
 
 LOCAL_HOSTS = ("127.0.0.1:*", "localhost:*", "[::1]:*", "127.0.0.1", "localhost", "[::1]")
 
@@ -136,12 +139,24 @@ def with_dev_jwt_secret(settings: Settings) -> Settings:
 
     `rag serve` and `rag token` then agree without any setup; a configured key always wins.
     """
-    has_key = settings.jwt_secret or settings.jwt_public_key_file or settings.jwt_jwks_file
-    if has_key or settings.database_url is not None:
+    path = dev_jwt_secret_file(settings)
+    if path is None:
         return settings
-    path = settings.data_dir / "jwt-secret"
     if not path.exists():
         path.parent.mkdir(parents=True, exist_ok=True)
         path.touch(mode=0o600)
         path.write_text(secrets.token_urlsafe(48))
+        _log.warning(
+            "created a new token secret in %s: only a server with this RAG_DATA_DIR accepts "
+            "tokens signed with it",
+            path,
+        )
     return settings.model_copy(update={"jwt_secret": SecretStr(path.read_text().strip())})
+
+
+def dev_jwt_secret_file(settings: Settings) -> Path | None:
+    """The embedded mode's secret file, or None when a key is configured (it always wins)."""
+    has_key = settings.jwt_secret or settings.jwt_public_key_file or settings.jwt_jwks_file
+    if has_key or settings.database_url is not None:
+        return None
+    return settings.data_dir / "jwt-secret"

@@ -7,6 +7,7 @@ key is never offered to HMAC (no algorithm confusion).
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
 from dataclasses import dataclass
@@ -73,9 +74,8 @@ def load_keys(settings: Settings) -> list[VerificationKey]:
     keys: list[VerificationKey] = []
     for algorithm in dict.fromkeys(settings.jwt_algorithms):
         if algorithm in HMAC_ALGORITHMS:
-            keys.append(
-                VerificationKey(algorithm, None, _construct(hmac_secret(settings), algorithm))
-            )
+            secret = hmac_secret(settings)
+            keys.append(VerificationKey(algorithm, key_id(secret), _construct(secret, algorithm)))
             continue
         matching = [p for p in publics if p.fits(algorithm)]
         if not matching:
@@ -98,6 +98,25 @@ def hmac_secret(settings: Settings) -> bytes:
     if len(secret) < _MIN_SECRET_BYTES:
         logger.warning("RAG_JWT_SECRET is shorter than %d bytes: easy to guess", _MIN_SECRET_BYTES)
     return secret
+
+
+def key_id(secret: bytes) -> str:
+    """A short public name for an HMAC secret (the `kid` of the tokens `rag token` signs).
+
+    It lets a person tell which secret signed a token without revealing it: 8 hex digits of a
+    domain-separated SHA-256, so two sides that disagree on the secret can see that they do.
+    """
+    return hashlib.sha256(b"rag-service key id\x00" + secret).hexdigest()[:8]
+
+
+def hmac_key_source(settings: Settings) -> str | None:
+    """Where the HMAC secret comes from and its key id, for people; None when there is none."""
+    if settings.jwt_secret is None or not settings.jwt_secret.get_secret_value():
+        return None
+    secret = settings.jwt_secret.get_secret_value()
+    file = settings.data_dir / "jwt-secret"
+    from_file = file.is_file() and file.read_text().strip() == secret
+    return f"{file if from_file else 'RAG_JWT_SECRET'} (key id {key_id(secret.encode())})"
 
 
 def _construct(data: bytes | dict[str, str], algorithm: str) -> Key:

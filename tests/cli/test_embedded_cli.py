@@ -72,6 +72,13 @@ def test_serve_answers_and_stops_cleanly_on_ctrl_c(env: dict[str, str]) -> None:
         server.send_signal(signal.SIGINT)
         _, stderr = server.communicate(timeout=60)
     assert server.returncode == 0, stderr
+    # quiet start: a line for the database, the model, the URL and the token secret, no more
+    assert "database: embedded PostgreSQL 18" in stderr
+    assert "local embedder local:all-MiniLM-L6-v2 loaded" in stderr
+    assert f"ready on http://127.0.0.1:{port} (explorer: http://127.0.0.1:{port}/docs" in stderr
+    assert "tokens: HMAC secret in " in stderr
+    for noise in ("pg_ctl", "initdb", "XDG_RUNTIME_DIR", "alembic", "Traceback"):
+        assert noise not in stderr, stderr
     pid_file = Path(env["RAG_DATA_DIR"]) / "pgdata" / "postmaster.pid"
     assert not pid_file.exists(), "embedded PostgreSQL still running after Ctrl-C"
 
