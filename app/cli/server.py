@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import socket
 
@@ -42,8 +43,6 @@ def run_server(settings: Settings, *, host: str, port: int) -> None:
     shown = f"[{host}]" if ":" in host else host
     keys = hmac_key_source(settings)
     server = _AnnouncingServer(config, base_url=f"http://{shown}:{port}", keys=keys)
-    try:
+    with contextlib.suppress(KeyboardInterrupt):  # uvicorn re-raises the Ctrl-C it handled
         server.run()
-    except KeyboardInterrupt:  # uvicorn re-raises the Ctrl-C it handled: a clean stop
-        pass
     _log.info("stopped")
