@@ -82,6 +82,12 @@ class Settings(BaseSettings):
     search_ef_search_default: int = Field(default=40, ge=1, le=1000)
     search_candidates: int = Field(default=40, ge=1, le=1000)
     search_rrf_k: int = Field(default=60, ge=1)
+    # keyword ranking (Okapi BM25, app/retrieval/bm25.py) and hybrid fusion (fusion.py)
+    search_bm25_k1: float = Field(default=0.9, ge=0.0, le=10.0)
+    search_bm25_b: float = Field(default=0.4, ge=0.0, le=1.0)
+    search_keyword_max_terms: int = Field(default=32, ge=1, le=256)
+    search_fusion: Literal["rrf", "weighted"] = "weighted"
+    search_fusion_vector_weight: float = Field(default=0.5, ge=0.0, le=1.0)
     dedicated_index_min_chunks: int = Field(default=5_000, ge=1)  # `rag index`
     query_max_chars: int = Field(default=10_000, ge=1)
 

@@ -8,7 +8,14 @@ from typing import Annotated, Self
 from pydantic import BaseModel, ConfigDict, Field, JsonValue, StringConstraints, model_validator
 
 from app.ingest.parsing import SourceType
-from app.retrieval import Hit, MetadataCondition, SearchFilters, SearchMode, SearchOutcome
+from app.retrieval import (
+    FusionMethod,
+    Hit,
+    MetadataCondition,
+    SearchFilters,
+    SearchMode,
+    SearchOutcome,
+)
 
 MetadataKey = Annotated[str, StringConstraints(min_length=1, max_length=128)]
 Scalar = str | int | float | bool | None
@@ -54,6 +61,14 @@ class SearchIn(Strict):
     ] = None
     filters: Filters = Filters()
     ef_search: Annotated[int | None, Field(ge=1, le=1000)] = None
+    fusion: Annotated[
+        FusionMethod | None,
+        Field(description="Hybrid mode: `weighted` (default) or `rrf` (reciprocal rank fusion)."),
+    ] = None
+    vector_weight: Annotated[
+        float | None,
+        Field(ge=0.0, le=1.0, description="Weighted fusion: the vector ranking's share."),
+    ] = None
 
 
 def to_filters(body: SearchIn) -> SearchFilters:

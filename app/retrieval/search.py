@@ -22,7 +22,6 @@ still counts. Hybrid fuses both rankings by reciprocal rank fusion: sum of 1 / (
 
 from __future__ import annotations
 
-import re
 import time
 import uuid
 from collections.abc import Sequence
@@ -30,18 +29,15 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
-from sqlalchemy import ColumnElement, Row, Text, cast, func, literal, select
-from sqlalchemy.dialects.postgresql import TSQUERY
+from sqlalchemy import ColumnElement, Row, func, literal, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.db.models import Chunk, Collection, Document
 from app.db.tenancy import SessionMaker, tenant_transaction
 from app.embeddings import Embedder
+from app.retrieval.bm25 import Bm25Params, bm25_ranked
 from app.retrieval.filters import SearchFilters, conditions
-
-TEXT_SEARCH_CONFIG = "english"
-# Quotes, OR, or a leading minus: the user wrote web-search syntax, so it is taken as written.
-EXPLICIT_OPERATORS = re.compile(r'"|\bor\b|(?:^|\s)-\w', re.IGNORECASE)
+from app.retrieval.fusion import FusionMethod, fuse, weighted_fuse
 
 
 class SearchMode(StrEnum):
@@ -60,6 +56,9 @@ class SearchRequest:
     ef_search: int = 40
     rrf_k: int = 60
     candidates: int = 40  # over-fetch per ranking, at least top_k
+    bm25: Bm25Params = field(default_factory=Bm25Params)
+    fusion: FusionMethod = FusionMethod.WEIGHTED
+    vector_weight: float = 0.5  # weighted fusion: the vector leg's share
 
 
 @dataclass(frozen=True, slots=True)
@@ -106,7 +105,7 @@ async def search(
         if request.mode is SearchMode.VECTOR:
             hits, total = await _nearest_hits(session, vector, where, request)
         else:
-            scored = await _ranked(session, vector, where, request)
+            scored = await _ranked(session, vector, where, request, tenant_id)
             hits, total = await _hits(session, vector, scored[: request.top_k]), len(scored)
     done = time.perf_counter()
     timings = {
@@ -145,13 +144,23 @@ async def _ranked(
     vector: list[float],
     where: Sequence[ColumnElement[bool]],
     request: SearchRequest,
+    tenant_id: str,
 ) -> list[tuple[uuid.UUID, float]]:
     """Keyword and hybrid: (chunk id, score) of every candidate that passed, best first."""
-    lexical = await _keyword(session, request.query, where, _fetch(request))
+    lexical = await bm25_ranked(
+        session,
+        tenant_id=tenant_id,
+        query=request.query,
+        where=where,
+        fetch=_fetch(request),
+        params=request.bm25,
+    )
     if request.mode is SearchMode.KEYWORD:
         return lexical
     nearest = await _nearest(session, vector, where, request)
-    return fuse([nearest, lexical], k=request.rrf_k)
+    if request.fusion is FusionMethod.RRF:
+        return fuse([nearest, lexical], k=request.rrf_k)
+    return weighted_fuse(nearest, lexical, vector_weight=request.vector_weight)
 
 
 def _candidates(
@@ -212,40 +221,6 @@ async def _nearest_hits(
     return _ordered(hits), (rows[0].passed if rows else 0)
 
 
-def keyword_query(query: str) -> ColumnElement[Any]:
-    """websearch_to_tsquery; a query without operators matches ANY of its words (ranked by
-    ts_rank_cd, so chunks with more of them come first) instead of requiring all of them."""
-    parsed = func.websearch_to_tsquery(TEXT_SEARCH_CONFIG, query)
-    if EXPLICIT_OPERATORS.search(query):
-        return parsed
-    return cast(func.replace(cast(parsed, Text), " & ", " | "), TSQUERY)
-
-
-async def _keyword(
-    session: AsyncSession, query: str, where: Sequence[ColumnElement[bool]], fetch: int
-) -> list[tuple[uuid.UUID, float]]:
-    tsquery = keyword_query(query)
-    rank = func.ts_rank_cd(Chunk.search_vector, tsquery).label("rank")
-    stmt = (
-        select(Chunk.id, rank)
-        .where(Chunk.search_vector.op("@@")(tsquery), *where)
-        .order_by(rank.desc(), Chunk.id)
-        .limit(fetch)
-    )
-    return [(row.id, float(row.rank)) for row in await session.execute(stmt)]
-
-
-def fuse(
-    rankings: Sequence[Sequence[tuple[uuid.UUID, float]]], *, k: int
-) -> list[tuple[uuid.UUID, float]]:
-    """Reciprocal rank fusion: score = sum over rankings of 1 / (k + rank), rank from 1."""
-    scores: dict[uuid.UUID, float] = {}
-    for ranking in rankings:
-        for rank, (chunk_id, _score) in enumerate(ranking, start=1):
-            scores[chunk_id] = scores.get(chunk_id, 0.0) + 1.0 / (k + rank)
-    return sorted(scores.items(), key=lambda item: (-item[1], str(item[0])))
-
-
 SOURCE_COLUMNS = (
     Chunk.id,
     Chunk.document_id,
@@ -302,7 +277,7 @@ def _hit(row: Row[Any], score: float) -> Hit:
         external_id=row.external_id,
         collection=row.collection,
         content=row.content,
-        similarity=round(float(row.similarity), 6),
+        similarity=round(max(float(row.similarity), 0.0), 6),
         score=round(score, 6),
         title=row.title,
         source_type=row.source_type,
