@@ -19,14 +19,15 @@ instead of unnesting every lexeme of every candidate.
 
 from __future__ import annotations
 
+import math
 import re
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import ColumnElement, Float, Text, cast, func, literal, select, text
-from sqlalchemy.dialects.postgresql import TSQUERY
+from sqlalchemy import ColumnElement, Float, Select, Text, cast, func, literal, select, text
+from sqlalchemy.dialects.postgresql import ARRAY, TSQUERY
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.db.models import Bm25Corpus, Bm25Term, Chunk
@@ -35,6 +36,8 @@ TEXT_SEARCH_CONFIG = "english"
 # Quotes, OR, or a leading minus: the user wrote web-search syntax, so it is taken as written.
 EXPLICIT_OPERATORS = re.compile(r'"|\bor\b|(?:^|\s)-\w', re.IGNORECASE)
 WORD = re.compile(r"\w+")
+# MaxScore: the rarest terms are candidates' sources up to this many postings (see bm25_ranked)
+ESSENTIAL_DF = 1_000
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,6 +72,44 @@ def query_lexemes(query: str) -> ColumnElement[Any]:
     return func.tsvector_to_array(func.to_tsvector(TEXT_SEARCH_CONFIG, query))
 
 
+@dataclass(frozen=True, slots=True)
+class QueryTerm:
+    lexeme: str
+    df: int
+    idf: float
+
+
+@dataclass(frozen=True, slots=True)
+class QueryStats:
+    terms: list[QueryTerm]  # rarest first; only lexemes the tenant's chunks contain
+    avgdl: float
+
+
+async def query_stats(session: AsyncSession, tenant_id: str, query: str) -> QueryStats:
+    """The query's lexemes with their df and IDF in the tenant, and the tenant's avgdl: a
+    few primary-key lookups."""
+    rows = (
+        await session.execute(
+            select(Bm25Term.lexeme, Bm25Term.df, Bm25Corpus.chunks, Bm25Corpus.tokens)
+            .join(Bm25Corpus, Bm25Corpus.tenant_id == Bm25Term.tenant_id)
+            .where(
+                Bm25Term.tenant_id == tenant_id,
+                Bm25Term.lexeme == func.any(query_lexemes(query)),
+                Bm25Term.df > 0,
+            )
+        )
+    ).all()
+    if not rows:
+        return QueryStats([], 1.0)
+    n, tokens = rows[0].chunks, rows[0].tokens
+    terms = [
+        QueryTerm(row.lexeme, row.df, math.log(1.0 + (n - row.df + 0.5) / (row.df + 0.5)))
+        for row in rows
+    ]
+    terms.sort(key=lambda t: (t.df, t.lexeme))
+    return QueryStats(terms, tokens / max(n, 1) or 1.0)
+
+
 async def bm25_ranked(
     session: AsyncSession,
     *,
@@ -78,55 +119,83 @@ async def bm25_ranked(
     fetch: int,
     params: Bm25Params,
 ) -> list[tuple[uuid.UUID, float]]:
-    """(chunk id, BM25 score) of the best `fetch` chunks matching `query`, best first."""
+    """(chunk id, BM25 score) of the best `fetch` chunks matching `query`, best first.
+
+    Exact top-`fetch` with MaxScore pruning: a term adds at most idf * (k1 + 1) to any
+    chunk's score. The candidates are first only the chunks holding one of the rarest terms
+    (the "essential" ones, up to ESSENTIAL_DF postings, at least one term); every candidate
+    is scored on all the query's terms. If the `fetch`-th score beats the sum of the other
+    terms' bounds, no chunk without an essential term can enter the top: done. Otherwise the
+    next rarest term joins the essential ones and the statement runs again (at worst with all
+    terms, i.e. every match). Common words then cost nothing on most queries.
+    """
     query = bounded_query(query, params.max_terms)
-    tsquery = keyword_query(query)
-    corpus = (
-        select(
-            Bm25Corpus.chunks.label("n"),
-            (cast(Bm25Corpus.tokens, Float) / func.greatest(Bm25Corpus.chunks, 1)).label("avgdl"),
-        )
-        .where(Bm25Corpus.tenant_id == tenant_id)
-        .cte("corpus")
-    )
-    idf = func.ln(1.0 + (corpus.c.n - Bm25Term.df + 0.5) / (cast(Bm25Term.df, Float) + 0.5)).label(
-        "idf"
-    )
+    stats = await query_stats(session, tenant_id, query)
+    if not stats.terms:
+        return []
+    bounds = [t.idf * (params.k1 + 1.0) for t in stats.terms]
+    essential, postings = 0, 0
+    while essential < len(stats.terms) and (
+        essential == 0 or postings + stats.terms[essential].df <= ESSENTIAL_DF
+    ):
+        postings += stats.terms[essential].df
+        essential += 1
+    while True:
+        stmt = bm25_statement(query, stats, essential, where, fetch, params)
+        rows = [(row.id, float(row.score)) for row in await session.execute(stmt)]
+        rest = sum(bounds[essential:])
+        if essential == len(stats.terms) or (len(rows) >= fetch and rows[-1][1] > rest):
+            return rows
+        essential += 1
+
+
+def bm25_statement(
+    query: str,
+    stats: QueryStats,
+    essential: int,
+    where: Sequence[ColumnElement[bool]],
+    fetch: int,
+    params: Bm25Params,
+) -> Select[Any]:
+    """Score the chunks holding one of the first `essential` terms (and matching the query's
+    operators, if it has any) on all of `stats.terms`; the best `fetch`."""
+    lexemes = [t.lexeme for t in stats.terms]
     terms = (
-        select(Bm25Term.lexeme, idf)
-        .join_from(Bm25Term, corpus, literal(True))
-        .where(
-            Bm25Term.tenant_id == tenant_id,
-            Bm25Term.lexeme == func.any(query_lexemes(query)),
-            Bm25Term.df > 0,
+        func.unnest(
+            literal(lexemes, ARRAY(Text)), literal([t.idf for t in stats.terms], ARRAY(Float))
         )
-        .cte("terms")
-        .prefix_with("MATERIALIZED")
+        .table_valued("lexeme", "idf")
+        .render_derived(name="terms", with_types=False)
     )
+    any_essential = " | ".join(_quoted(lexeme) for lexeme in lexemes[:essential])
+    conditions = [Chunk.search_vector.op("@@")(cast(literal(any_essential), TSQUERY)), *where]
+    if EXPLICIT_OPERATORS.search(query):
+        conditions.append(Chunk.search_vector.op("@@")(keyword_query(query)))
     candidates = (
         select(Chunk.id, Chunk.search_vector, Chunk.search_length)
-        .where(Chunk.search_vector.op("@@")(tsquery), *where)
+        .where(*conditions)
         .cte("candidates")
         .prefix_with("MATERIALIZED")
     )
     marked = func.setweight(
-        candidates.c.search_vector,
-        text("'A'::\"char\""),
-        select(func.array_agg(terms.c.lexeme)).scalar_subquery(),
+        candidates.c.search_vector, text("'A'::\"char\""), literal(lexemes, ARRAY(Text))
     )
     kept = func.ts_filter(marked, text("'{a}'::\"char\"[]"))
     matched = func.unnest(kept).table_valued("lexeme", "positions", "weights").lateral("matched")
     tf = cast(func.coalesce(func.array_length(matched.c.positions, 1), 1), Float)
-    norm = params.k1 * (1.0 - params.b + params.b * candidates.c.search_length / corpus.c.avgdl)
+    norm = params.k1 * (1.0 - params.b + params.b * candidates.c.search_length / stats.avgdl)
     score = func.sum(terms.c.idf * tf * (params.k1 + 1.0) / (tf + norm)).label("score")
-    stmt = (
+    return (
         select(candidates.c.id, score)
         .select_from(candidates)
         .join(matched, literal(True))
         .join(terms, terms.c.lexeme == matched.c.lexeme)
-        .join(corpus, literal(True))
         .group_by(candidates.c.id)
         .order_by(score.desc(), candidates.c.id)
         .limit(fetch)
     )
-    return [(row.id, float(row.score)) for row in await session.execute(stmt)]
+
+
+def _quoted(lexeme: str) -> str:
+    """A lexeme as a tsquery operand, taken as is (already normalised by the analyser)."""
+    return "'" + lexeme.replace("\\", "\\\\").replace("'", "''") + "'"

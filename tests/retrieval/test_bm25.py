@@ -294,3 +294,36 @@ def test_weighted_fusion_normalises_each_leg() -> None:
     assert [chunk for chunk, _ in only_vector][:3] == [a, b, c]
     rrf = dict(fuse([vector, keyword_scores], k=60))
     assert rrf[a] == pytest.approx(1 / 61 + 1 / 62)
+
+
+async def test_maxscore_pruning_returns_the_exact_top(
+    sessions: SessionMaker, embedder: WordHashEmbedder, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The pruned ranking (candidates from the rarest terms first) equals scoring every
+    match, for queries where pruning stops early and where it must widen."""
+    tenant_id = await registered_tenant(sessions)
+    texts = {f"c{i}": f"common words {'often ' * (i % 4)}note {i}" for i in range(60)}
+    texts |= {f"r{i}": f"rare zircon {'common ' * (i % 3)}crystal {i}" for i in range(6)}
+    texts |= {"both": "zircon crystal common often"}
+    await ingest(sessions, embedder, tenant_id, texts)
+    queries = ["zircon common", "common often", "crystal zircon often words", "note common"]
+    for fetch in (3, 10, 40):
+        for query in queries:
+            request = {"query": query, "mode": SearchMode.KEYWORD, "top_k": fetch}
+            monkeypatch.setattr("app.retrieval.bm25.ESSENTIAL_DF", 10**9)
+            full = await search(
+                sessions,
+                embedder,
+                tenant_id=tenant_id,
+                request=SearchRequest(**request, candidates=fetch),  # type: ignore[arg-type]
+            )
+            monkeypatch.setattr("app.retrieval.bm25.ESSENTIAL_DF", 1)
+            pruned = await search(
+                sessions,
+                embedder,
+                tenant_id=tenant_id,
+                request=SearchRequest(**request, candidates=fetch),  # type: ignore[arg-type]
+            )
+            assert [(h.chunk_id, h.score) for h in pruned.hits] == [
+                (h.chunk_id, h.score) for h in full.hits
+            ], (query, fetch)
