@@ -25,6 +25,7 @@ def request_of(resources: Resources, body: SearchIn) -> SearchRequest:
         ef_search=body.ef_search,
         fusion=body.fusion,
         vector_weight=body.vector_weight,
+        diversity=body.diversity,
     )
 
 

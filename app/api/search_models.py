@@ -69,6 +69,15 @@ class SearchIn(Strict):
         float | None,
         Field(ge=0.0, le=1.0, description="Weighted fusion: the vector ranking's share."),
     ] = None
+    diversity: Annotated[
+        float | None,
+        Field(
+            ge=0.0,
+            le=1.0,
+            description="Maximal marginal relevance: 0 or absent keeps the ranking; towards 1 "
+            "prefers chunks unlike those already picked.",
+        ),
+    ] = None
 
 
 def to_filters(body: SearchIn) -> SearchFilters:

@@ -29,6 +29,7 @@ def search_request(
     ef_search: int | None = None,
     fusion: FusionMethod | None = None,
     vector_weight: float | None = None,
+    diversity: float | None = None,
 ) -> SearchRequest:
     """The request for `query`; 422 (Unprocessable) when the query is too long."""
     if len(query) > settings.query_max_chars:
@@ -56,4 +57,5 @@ def search_request(
         vector_weight=(
             settings.search_fusion_vector_weight if vector_weight is None else vector_weight
         ),
+        diversity=diversity or None,
     )

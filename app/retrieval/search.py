@@ -36,6 +36,7 @@ from app.db.models import Chunk, Collection, Document
 from app.db.tenancy import SessionMaker, tenant_transaction
 from app.embeddings import Embedder
 from app.retrieval.bm25 import Bm25Params, bm25_ranked
+from app.retrieval.diversity import mmr
 from app.retrieval.filters import SearchFilters, conditions
 from app.retrieval.fusion import FusionMethod, fuse, weighted_fuse
 
@@ -59,6 +60,7 @@ class SearchRequest:
     bm25: Bm25Params = field(default_factory=Bm25Params)
     fusion: FusionMethod = FusionMethod.WEIGHTED
     vector_weight: float = 0.5  # weighted fusion: the vector leg's share
+    diversity: float | None = None  # MMR's lambda in (0, 1]; None or 0: ranking order
 
 
 @dataclass(frozen=True, slots=True)
@@ -102,7 +104,9 @@ async def search(
         sessions, tenant_id, settings=_index_settings(request)
     ) as session:
         where = _where(tenant_id, embedder.model_id, request)
-        if request.mode is SearchMode.VECTOR:
+        if request.diversity:
+            hits, total = await _diverse_hits(session, vector, where, request, tenant_id)
+        elif request.mode is SearchMode.VECTOR:
             hits, total = await _nearest_hits(session, vector, where, request)
         else:
             scored = await _ranked(session, vector, where, request, tenant_id)
@@ -114,6 +118,27 @@ async def search(
         "total": round((done - started) * 1000, 3),
     }
     return SearchOutcome(hits=hits, total_found=total, model=embedder.model_id, timings_ms=timings)
+
+
+async def _diverse_hits(
+    session: AsyncSession,
+    vector: list[float],
+    where: Sequence[ColumnElement[bool]],
+    request: SearchRequest,
+    tenant_id: str,
+) -> tuple[list[Hit], int]:
+    """Every candidate of the mode, then `top_k` of them by maximal marginal relevance on
+    their stored vectors (app/retrieval/diversity.py), in that order."""
+    if request.mode is SearchMode.VECTOR:
+        scored = await _nearest(session, vector, where, request)
+    else:
+        scored = await _ranked(session, vector, where, request, tenant_id)
+    rows = await session.execute(
+        select(Chunk.id, Chunk.embedding).where(Chunk.id.in_([c for c, _ in scored]))
+    )
+    vectors = {row.id: row.embedding for row in rows}
+    picked = mmr(scored, vectors, diversity=request.diversity or 0.0, top_k=request.top_k)
+    return await _hits(session, vector, picked, keep_order=True), len(scored)
 
 
 def _index_settings(request: SearchRequest) -> dict[str, str]:
@@ -245,7 +270,11 @@ def _with_sources(stmt: Any) -> Any:
 
 
 async def _hits(
-    session: AsyncSession, vector: list[float], scored: Sequence[tuple[uuid.UUID, float]]
+    session: AsyncSession,
+    vector: list[float],
+    scored: Sequence[tuple[uuid.UUID, float]],
+    *,
+    keep_order: bool = False,
 ) -> list[Hit]:
     if not scored:
         return []
@@ -262,7 +291,8 @@ async def _hits(
         select(similarity, *SOURCE_COLUMNS).join_from(picked, Chunk, Chunk.id == picked.c.id)
     )
     rows = {row.id: row for row in await session.execute(stmt)}
-    return _ordered([_hit(rows[chunk_id], score) for chunk_id, score in scored if chunk_id in rows])
+    hits = [_hit(rows[chunk_id], score) for chunk_id, score in scored if chunk_id in rows]
+    return hits if keep_order else _ordered(hits)
 
 
 def _ordered(hits: list[Hit]) -> list[Hit]:
