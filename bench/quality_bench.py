@@ -243,8 +243,8 @@ async def references(
 async def sweep(service: Service, dev: BeirSet, weights: Sequence[float]) -> dict[str, Any]:
     """BM25 k1 / b, then the fusion weight, on the dev queries."""
     bm25: dict[str, float] = {}
-    for k1 in (0.6, 0.9, 1.2, 1.5):
-        for b in (0.3, 0.4, 0.6, 0.75):
+    for k1 in (0.9, 1.2, 1.5):
+        for b in (0.4, 0.75):
             service.bm25 = Bm25Params(k1=k1, b=b)
             result = await evaluate(
                 service, dev.queries, dev.qrels, [EvalSetting(SearchMode.KEYWORD)]

@@ -36,8 +36,9 @@ TEXT_SEARCH_CONFIG = "english"
 # Quotes, OR, or a leading minus: the user wrote web-search syntax, so it is taken as written.
 EXPLICIT_OPERATORS = re.compile(r'"|\bor\b|(?:^|\s)-\w', re.IGNORECASE)
 WORD = re.compile(r"\w+")
-# MaxScore: the rarest terms are candidates' sources up to this many postings (see bm25_ranked)
-ESSENTIAL_DF = 1_000
+# MaxScore (see bm25_ranked): the first candidates come from the rarest terms, until their
+# postings reach this many per wanted result; each widening doubles them.
+CANDIDATES_PER_RESULT = 4
 
 
 @dataclass(frozen=True, slots=True)
@@ -123,30 +124,35 @@ async def bm25_ranked(
 
     Exact top-`fetch` with MaxScore pruning: a term adds at most idf * (k1 + 1) to any
     chunk's score. The candidates are first only the chunks holding one of the rarest terms
-    (the "essential" ones, up to ESSENTIAL_DF postings, at least one term); every candidate
-    is scored on all the query's terms. If the `fetch`-th score beats the sum of the other
-    terms' bounds, no chunk without an essential term can enter the top: done. Otherwise the
-    next rarest term joins the essential ones and the statement runs again (at worst with all
-    terms, i.e. every match). Common words then cost nothing on most queries.
+    (the "essential" ones: at least one, until their postings reach 4 x `fetch`); every
+    candidate is scored on all the query's terms. If the `fetch`-th score beats the sum of
+    the other terms' bounds, no chunk without an essential term can enter the top: done.
+    Otherwise more terms become essential (their postings at least doubled) and the statement
+    runs again, at worst with all terms, i.e. every match.
     """
     query = bounded_query(query, params.max_terms)
     stats = await query_stats(session, tenant_id, query)
     if not stats.terms:
         return []
     bounds = [t.idf * (params.k1 + 1.0) for t in stats.terms]
-    essential, postings = 0, 0
-    while essential < len(stats.terms) and (
-        essential == 0 or postings + stats.terms[essential].df <= ESSENTIAL_DF
-    ):
-        postings += stats.terms[essential].df
-        essential += 1
+    dfs = [t.df for t in stats.terms]
+    essential = _widened(dfs, 0, CANDIDATES_PER_RESULT * fetch)
     while True:
         stmt = bm25_statement(query, stats, essential, where, fetch, params)
         rows = [(row.id, float(row.score)) for row in await session.execute(stmt)]
         rest = sum(bounds[essential:])
         if essential == len(stats.terms) or (len(rows) >= fetch and rows[-1][1] > rest):
             return rows
+        essential = _widened(dfs, essential, 2 * sum(dfs[:essential]))
+
+
+def _widened(dfs: Sequence[int], essential: int, postings: int) -> int:
+    """More essential terms (rarest first): at least one more, until their df sum reaches
+    `postings`."""
+    essential += 1
+    while essential < len(dfs) and sum(dfs[:essential]) < postings:
         essential += 1
+    return min(essential, len(dfs))
 
 
 def bm25_statement(

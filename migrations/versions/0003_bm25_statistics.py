@@ -119,6 +119,10 @@ def upgrade() -> None:
         "ALTER TABLE chunks ADD COLUMN search_length integer GENERATED ALWAYS AS "
         "(rag_tsvector_tokens(to_tsvector('english', content))) STORED NOT NULL"
     )
+    # Uncompressed (out of line when the row is large): BM25 reads the tsvector of every
+    # candidate, and pglz decompression was most of that (2x faster measured on NFCorpus).
+    # Applies to rows written from now on.
+    op.execute("ALTER TABLE chunks ALTER COLUMN search_vector SET STORAGE EXTERNAL")
     op.execute(
         """
         CREATE TABLE bm25_corpus (

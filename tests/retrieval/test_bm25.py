@@ -310,14 +310,14 @@ async def test_maxscore_pruning_returns_the_exact_top(
     for fetch in (3, 10, 40):
         for query in queries:
             request = {"query": query, "mode": SearchMode.KEYWORD, "top_k": fetch}
-            monkeypatch.setattr("app.retrieval.bm25.ESSENTIAL_DF", 10**9)
+            monkeypatch.setattr("app.retrieval.bm25.CANDIDATES_PER_RESULT", 10**9)
             full = await search(
                 sessions,
                 embedder,
                 tenant_id=tenant_id,
                 request=SearchRequest(**request, candidates=fetch),  # type: ignore[arg-type]
             )
-            monkeypatch.setattr("app.retrieval.bm25.ESSENTIAL_DF", 1)
+            monkeypatch.setattr("app.retrieval.bm25.CANDIDATES_PER_RESULT", 0)
             pruned = await search(
                 sessions,
                 embedder,
