@@ -14,10 +14,12 @@ PostgreSQL would switch to a generic plan that cannot see the query vector or th
 sorts every row of the tenant instead of using an HNSW index, and it could never pick a
 tenant's dedicated (partial) index.
 
-Threshold by mode: vector keeps candidates with cosine similarity >= threshold; keyword
-ignores it (lexical ranks are not comparable to similarities; `similarity` is reported for
-information); hybrid applies it to the vector candidates only, so an exact keyword match
-still counts. Hybrid fuses both rankings by reciprocal rank fusion: sum of 1 / (k + rank).
+Keyword mode ranks by BM25 with the tenant's own statistics (bm25.py). Threshold by mode:
+vector keeps candidates with cosine similarity >= threshold; keyword ignores it (BM25 scores
+are not similarities; `similarity` is reported for information, floored at 0); hybrid applies
+it to the vector candidates only, so an exact keyword match still counts. Hybrid fuses both
+rankings, weighted or by reciprocal rank fusion (fusion.py). `diversity` re-ranks the
+candidates by maximal marginal relevance (diversity.py).
 """
 
 from __future__ import annotations
