@@ -83,7 +83,7 @@ class Settings(BaseSettings):
     search_candidates: int = Field(default=40, ge=1, le=1000)
     search_rrf_k: int = Field(default=60, ge=1)
     # keyword ranking (Okapi BM25, app/retrieval/bm25.py) and hybrid fusion (fusion.py)
-    search_bm25_k1: float = Field(default=0.9, ge=0.0, le=10.0)
+    search_bm25_k1: float = Field(default=1.2, ge=0.0, le=10.0)
     search_bm25_b: float = Field(default=0.4, ge=0.0, le=1.0)
     search_keyword_max_terms: int = Field(default=32, ge=1, le=256)
     search_fusion: Literal["rrf", "weighted"] = "weighted"

@@ -43,7 +43,7 @@ CANDIDATES_PER_RESULT = 4
 
 @dataclass(frozen=True, slots=True)
 class Bm25Params:
-    k1: float = 0.9
+    k1: float = 1.2
     b: float = 0.4
     max_terms: int = 32
 

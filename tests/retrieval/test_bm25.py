@@ -28,7 +28,7 @@ from app.retrieval.bm25 import bounded_query
 from tests.conftest import registered_tenant, small_chunker
 from tests.fakes import WordHashEmbedder
 
-K1, B = 0.9, 0.4
+K1, B = 1.2, 0.4
 
 
 async def ingest(
