@@ -33,8 +33,10 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from app.db.models import Bm25Corpus, Bm25Term, Chunk
 
 TEXT_SEARCH_CONFIG = "english"
-# Quotes, OR, or a leading minus: the user wrote web-search syntax, so it is taken as written.
-EXPLICIT_OPERATORS = re.compile(r'"|\bor\b|(?:^|\s)-\w', re.IGNORECASE)
+# Quotes, OR in capitals, or a leading minus: the user wrote web-search syntax, so it is taken
+# as written. A lowercase "or" is prose ("blood or cerebrospinal fluid"): taken as an operator
+# it would AND every other word of a natural-language question and match nothing.
+EXPLICIT_OPERATORS = re.compile(r'"|\bOR\b|(?:^|\s)-\w')
 WORD = re.compile(r"\w+")
 # MaxScore (see bm25_ranked): the first candidates come from the rarest terms, until their
 # postings reach this many per wanted result; each widening doubles them.

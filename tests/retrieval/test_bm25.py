@@ -143,6 +143,13 @@ async def test_operators_are_kept_and_long_queries_bounded(
     assert set(await keyword(sessions, embedder, tenant_id, "solar roof")) == {"a", "b", "c"}
     assert set(await keyword(sessions, embedder, tenant_id, "solar -roof")) == {"b"}
     assert set(await keyword(sessions, embedder, tenant_id, '"solar panels"')) == {"a"}
+    assert set(await keyword(sessions, embedder, tenant_id, "tiles OR plants")) == {"b", "c"}
+    # prose: "or" is a word, not an operator (as one it would AND the other words)
+    assert set(await keyword(sessions, embedder, tenant_id, "panels or power tiles")) == {
+        "a",
+        "b",
+        "c",
+    }
     assert bounded_query("one two three four", 2) == "one two"
     assert bounded_query('"one two three" four', 2) == '"one two"'
     long_query = " ".join(["filler"] * 500) + " solar"
