@@ -86,6 +86,12 @@ class Settings(BaseSettings):
     search_candidates: int = Field(default=40, ge=1, le=1000)
     search_rrf_k: int = Field(default=60, ge=1)
     access_flush_seconds: float = Field(default=5.0, gt=0)  # access counts (keep_most_accessed)
+    # keyword ranking (Okapi BM25, app/retrieval/bm25.py) and hybrid fusion (fusion.py)
+    search_bm25_k1: float = Field(default=1.2, ge=0.0, le=10.0)
+    search_bm25_b: float = Field(default=0.4, ge=0.0, le=1.0)
+    search_keyword_max_terms: int = Field(default=32, ge=1, le=256)
+    search_fusion: Literal["rrf", "weighted"] = "weighted"
+    search_fusion_vector_weight: float = Field(default=0.5, ge=0.0, le=1.0)
     dedicated_index_min_chunks: int = Field(default=5_000, ge=1)  # `rag index`
     query_max_chars: int = Field(default=10_000, ge=1)
 

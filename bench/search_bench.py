@@ -74,7 +74,7 @@ from harness import (
     vector_cache_path,
     write_json,
 )
-from sqlalchemy import event, text
+from sqlalchemy import event, func, select, text
 
 from app.auth import issue_token
 from app.db.indexes import (
@@ -84,12 +84,14 @@ from app.db.indexes import (
     index_connection,
     plan_indexes,
 )
+from app.db.models import Chunk
 from app.db.tenancy import tenant_transaction
 from app.embeddings.local import LocalEmbedder
 from app.ingest.chunking import Chunker
 from app.ingest.documents import ingest_document
 from app.resources import build_chunker
 from app.retrieval import SearchMode, SearchRequest, fuse, search
+from app.retrieval.bm25 import keyword_query
 
 TOP_K = 10
 DESIGN_NDCG = {"vector": 0.300, "keyword": 0.307, "hybrid": 0.329}
@@ -558,21 +560,30 @@ async def service_part(
         for ef in ef_values:
             for size_class in CLASSES:
                 tenant = pick_tenant(loaded, size_class, i)
-                request = SearchRequest(
-                    query=query, mode=SearchMode(mode), top_k=TOP_K, threshold=None, ef_search=ef
-                )
                 clock.reset()
                 began = time.perf_counter()
-                outcome = await search(
-                    db.sessions, stub, tenant_id=tenant.tenant_id, request=request
-                )
+                if mode == LEGACY_KEYWORD:
+                    await legacy_keyword(db, tenant.tenant_id, query)
+                    database_ms = (time.perf_counter() - began) * 1000
+                else:
+                    request = SearchRequest(
+                        query=query,
+                        mode=SearchMode(mode),
+                        top_k=TOP_K,
+                        threshold=None,
+                        ef_search=ef,
+                    )
+                    outcome = await search(
+                        db.sessions, stub, tenant_id=tenant.tenant_id, request=request
+                    )
+                    database_ms = outcome.timings_ms["database"]
                 elapsed = (time.perf_counter() - began) * 1000
                 if warm:
                     continue
                 key = (size_class, ef)
                 samples.setdefault(key, []).append(elapsed)
                 sql_ms.setdefault(key, []).append(clock.total_ms)
-                db_ms.setdefault(key, []).append(outcome.timings_ms["database"])
+                db_ms.setdefault(key, []).append(database_ms)
                 if mode == "vector":
                     truth = exact_top(
                         loaded, tenant, np.asarray(stub.vectors[query], dtype=np.float32)
@@ -597,6 +608,27 @@ async def service_part(
             row["recall@10_min"] = round(float(np.min(recall[(size_class, ef)])), 2)
         rows.append(row)
     return rows
+
+
+LEGACY_KEYWORD = "keyword-tsrank"
+
+
+async def legacy_keyword(db: BenchDatabase, tenant_id: str, query: str) -> list[Any]:
+    """The keyword statement before BM25 (ts_rank_cd over the same tsquery, best 40), for
+    before/after latency in one run (`--modes keyword,keyword-tsrank`)."""
+    tsquery = keyword_query(query)
+    rank = func.ts_rank_cd(Chunk.search_vector, tsquery).label("rank")
+    async with tenant_transaction(db.sessions, tenant_id) as session:
+        return list(
+            (
+                await session.execute(
+                    select(Chunk.id, rank)
+                    .where(Chunk.search_vector.op("@@")(tsquery), Chunk.tenant_id == tenant_id)
+                    .order_by(rank.desc(), Chunk.id)
+                    .limit(40)
+                )
+            ).all()
+        )
 
 
 class StatementClock:

@@ -23,6 +23,9 @@ def request_of(resources: Resources, body: SearchIn) -> SearchRequest:
         threshold=body.threshold,
         filters=to_filters(body),
         ef_search=body.ef_search,
+        fusion=body.fusion,
+        vector_weight=body.vector_weight,
+        diversity=body.diversity,
     )
 
 

@@ -16,7 +16,14 @@ from pydantic import (
 )
 
 from app.ingest.parsing import SourceType
-from app.retrieval import Hit, MetadataCondition, SearchFilters, SearchMode, SearchOutcome
+from app.retrieval import (
+    FusionMethod,
+    Hit,
+    MetadataCondition,
+    SearchFilters,
+    SearchMode,
+    SearchOutcome,
+)
 from app.storable import Storable
 
 MetadataKey = Annotated[str, StringConstraints(min_length=1, max_length=128), Storable]
@@ -64,6 +71,23 @@ class SearchIn(Strict):
     collections: Annotated[list[CollectionName] | None, Field(max_length=100)] = None
     filters: Filters = Filters()
     ef_search: Annotated[int | None, Field(ge=1, le=1000)] = None
+    fusion: Annotated[
+        FusionMethod | None,
+        Field(description="Hybrid mode: `weighted` (default) or `rrf` (reciprocal rank fusion)."),
+    ] = None
+    vector_weight: Annotated[
+        float | None,
+        Field(ge=0.0, le=1.0, description="Weighted fusion: the vector ranking's share."),
+    ] = None
+    diversity: Annotated[
+        float | None,
+        Field(
+            ge=0.0,
+            le=1.0,
+            description="Maximal marginal relevance: 0 or absent keeps the ranking; towards 1 "
+            "prefers chunks unlike those already picked.",
+        ),
+    ] = None
 
 
 def to_filters(body: SearchIn) -> SearchFilters:

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from app import __version__
-from app.cli import data, documents, indexes, mcp
+from app.cli import bm25, data, documents, evaluate, indexes, mcp
 from app.cli.options import Remote, TokenOption, UrlOption, remote
 
 if TYPE_CHECKING:
@@ -27,6 +27,8 @@ app = typer.Typer(
 tenant_app = typer.Typer(help="Manage tenants.", no_args_is_help=True, rich_markup_mode=None)
 app.add_typer(tenant_app, name="tenant")
 app.add_typer(documents.documents_app, name="documents")
+app.add_typer(bm25.bm25_app, name="bm25")
+app.command(name="eval")(evaluate.evaluate_command)
 app.command()(data.ingest)
 app.command()(data.search)
 app.command()(data.context)

@@ -192,10 +192,40 @@ class Chunk(Base):
     search_vector: Mapped[str] = mapped_column(
         TSVECTOR, Computed("to_tsvector('english', content)", persisted=True)
     )
+    # Tokens as BM25 counts them (the tsvector's positions); migration 0003.
+    search_length: Mapped[int] = mapped_column(
+        Integer,
+        Computed("rag_tsvector_tokens(to_tsvector('english', content))", persisted=True),
+    )
     metadata_: Mapped[dict[str, Any]] = mapped_column(
         "metadata", JSONB, nullable=False, server_default="{}"
     )
     created_at: Mapped[datetime] = _created_at()
 
 
-TENANT_OWNED_TABLES = ("collections", "documents", "chunks")
+class Bm25Corpus(Base):
+    """Per tenant: how many chunks and tokens it holds (BM25's N and avgdl). Kept by triggers
+    on `chunks` (migration 0003), never written by the service."""
+
+    __tablename__ = "bm25_corpus"
+
+    tenant_id: Mapped[str] = mapped_column(
+        ForeignKey("tenants.id", ondelete="CASCADE"), primary_key=True
+    )
+    chunks: Mapped[int] = mapped_column(BigInteger, nullable=False)
+    tokens: Mapped[int] = mapped_column(BigInteger, nullable=False)
+
+
+class Bm25Term(Base):
+    """Per tenant and lexeme: in how many chunks it occurs (BM25's df). Kept by triggers."""
+
+    __tablename__ = "bm25_terms"
+
+    tenant_id: Mapped[str] = mapped_column(
+        ForeignKey("tenants.id", ondelete="CASCADE"), primary_key=True
+    )
+    lexeme: Mapped[str] = mapped_column(Text, primary_key=True)
+    df: Mapped[int] = mapped_column(Integer, nullable=False)
+
+
+TENANT_OWNED_TABLES = ("collections", "documents", "chunks", "bm25_corpus", "bm25_terms")

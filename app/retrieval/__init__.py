@@ -1,14 +1,18 @@
 """Nearest-chunk search with pgvector, keyword search, hybrid ranking; context; fetch by id."""
 
+from app.retrieval.bm25 import Bm25Params
 from app.retrieval.context import ContextOutcome, retrieve_context
 from app.retrieval.fetch import Fetched, fetch_item
 from app.retrieval.filters import MetadataCondition, SearchFilters
+from app.retrieval.fusion import FusionMethod, fuse, weighted_fuse
 from app.retrieval.requests import search_request
-from app.retrieval.search import Hit, SearchMode, SearchOutcome, SearchRequest, fuse, search
+from app.retrieval.search import Hit, SearchMode, SearchOutcome, SearchRequest, search
 
 __all__ = [
+    "Bm25Params",
     "ContextOutcome",
     "Fetched",
+    "FusionMethod",
     "Hit",
     "MetadataCondition",
     "SearchFilters",
@@ -20,4 +24,5 @@ __all__ = [
     "retrieve_context",
     "search",
     "search_request",
+    "weighted_fuse",
 ]

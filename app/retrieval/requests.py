@@ -10,7 +10,9 @@ from __future__ import annotations
 
 from app.embeddings.thresholds import default_threshold
 from app.errors import Unprocessable
+from app.retrieval.bm25 import Bm25Params
 from app.retrieval.filters import SearchFilters
+from app.retrieval.fusion import FusionMethod
 from app.retrieval.search import SearchMode, SearchRequest
 from app.settings import Settings
 
@@ -25,6 +27,9 @@ def search_request(
     threshold: float | None = None,
     filters: SearchFilters | None = None,
     ef_search: int | None = None,
+    fusion: FusionMethod | None = None,
+    vector_weight: float | None = None,
+    diversity: float | None = None,
 ) -> SearchRequest:
     """The request for `query`; 422 (Unprocessable) when the query is too long."""
     if len(query) > settings.query_max_chars:
@@ -43,4 +48,14 @@ def search_request(
         ef_search=ef_search or settings.search_ef_search_default,
         rrf_k=settings.search_rrf_k,
         candidates=settings.search_candidates,
+        bm25=Bm25Params(
+            k1=settings.search_bm25_k1,
+            b=settings.search_bm25_b,
+            max_terms=settings.search_keyword_max_terms,
+        ),
+        fusion=fusion or FusionMethod(settings.search_fusion),
+        vector_weight=(
+            settings.search_fusion_vector_weight if vector_weight is None else vector_weight
+        ),
+        diversity=diversity or None,
     )

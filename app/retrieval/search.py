@@ -14,15 +14,16 @@ PostgreSQL would switch to a generic plan that cannot see the query vector or th
 sorts every row of the tenant instead of using an HNSW index, and it could never pick a
 tenant's dedicated (partial) index.
 
-Threshold by mode: vector keeps candidates with cosine similarity >= threshold; keyword
-ignores it (lexical ranks are not comparable to similarities; `similarity` is reported for
-information); hybrid applies it to the vector candidates only, so an exact keyword match
-still counts. Hybrid fuses both rankings by reciprocal rank fusion: sum of 1 / (k + rank).
+Keyword mode ranks by BM25 with the tenant's own statistics (bm25.py). Threshold by mode:
+vector keeps candidates with cosine similarity >= threshold; keyword ignores it (BM25 scores
+are not similarities; `similarity` is reported for information, floored at 0); hybrid applies
+it to the vector candidates only, so an exact keyword match still counts. Hybrid fuses both
+rankings, weighted or by reciprocal rank fusion (fusion.py). `diversity` re-ranks the
+candidates by maximal marginal relevance (diversity.py).
 """
 
 from __future__ import annotations
 
-import re
 import time
 import uuid
 from collections.abc import Sequence
@@ -30,19 +31,17 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
-from sqlalchemy import ColumnElement, Row, Text, cast, func, literal, select
-from sqlalchemy.dialects.postgresql import TSQUERY
+from sqlalchemy import ColumnElement, Row, func, literal, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.db.models import Chunk, Collection, Document
 from app.db.tenancy import SessionMaker, tenant_transaction
 from app.embeddings import Embedder
 from app.retrieval.access import AccessCounter
+from app.retrieval.bm25 import Bm25Params, bm25_ranked
+from app.retrieval.diversity import mmr
 from app.retrieval.filters import SearchFilters, conditions
-
-TEXT_SEARCH_CONFIG = "english"
-# Quotes, OR, or a leading minus: the user wrote web-search syntax, so it is taken as written.
-EXPLICIT_OPERATORS = re.compile(r'"|\bor\b|(?:^|\s)-\w', re.IGNORECASE)
+from app.retrieval.fusion import FusionMethod, fuse, weighted_fuse
 
 
 class SearchMode(StrEnum):
@@ -61,6 +60,10 @@ class SearchRequest:
     ef_search: int = 40
     rrf_k: int = 60
     candidates: int = 40  # over-fetch per ranking, at least top_k
+    bm25: Bm25Params = field(default_factory=Bm25Params)
+    fusion: FusionMethod = FusionMethod.WEIGHTED
+    vector_weight: float = 0.5  # weighted fusion: the vector leg's share
+    diversity: float | None = None  # MMR's lambda in (0, 1]; None or 0: ranking order
 
 
 @dataclass(frozen=True, slots=True)
@@ -110,10 +113,12 @@ async def search(
         sessions, tenant_id, settings=_index_settings(request)
     ) as session:
         where = _where(tenant_id, embedder.model_id, request)
-        if request.mode is SearchMode.VECTOR:
+        if request.diversity:
+            hits, total = await _diverse_hits(session, vector, where, request, tenant_id)
+        elif request.mode is SearchMode.VECTOR:
             hits, total = await _nearest_hits(session, vector, where, request)
         else:
-            scored = await _ranked(session, vector, where, request)
+            scored = await _ranked(session, vector, where, request, tenant_id)
             hits, total = await _hits(session, vector, scored[: request.top_k]), len(scored)
     done = time.perf_counter()
     timings = {
@@ -126,8 +131,36 @@ async def search(
     return SearchOutcome(hits=hits, total_found=total, model=embedder.model_id, timings_ms=timings)
 
 
+async def _diverse_hits(
+    session: AsyncSession,
+    vector: list[float],
+    where: Sequence[ColumnElement[bool]],
+    request: SearchRequest,
+    tenant_id: str,
+) -> tuple[list[Hit], int]:
+    """Every candidate of the mode, then `top_k` of them by maximal marginal relevance on
+    their stored vectors (app/retrieval/diversity.py), in that order."""
+    if request.mode is SearchMode.VECTOR:
+        scored = await _nearest(session, vector, where, request)
+    else:
+        scored = await _ranked(session, vector, where, request, tenant_id)
+    rows = await session.execute(
+        select(Chunk.id, Chunk.embedding).where(Chunk.id.in_([c for c, _ in scored]))
+    )
+    vectors = {row.id: row.embedding for row in rows}
+    picked = mmr(scored, vectors, diversity=request.diversity or 0.0, top_k=request.top_k)
+    return await _hits(session, vector, picked, keep_order=True), len(scored)
+
+
 def _index_settings(request: SearchRequest) -> dict[str, str]:
-    return index_settings(request.ef_search)
+    """Transaction-local: they end with the search's transaction. Keyword and hybrid also
+    turn sequential scans off: the planner does not cost reading every row's tsvector out of
+    TOAST for `@@`, and picks a sequential scan for a term in a sixth of the rows where the
+    GIN bitmap (exact for plain terms, no recheck) is several times faster."""
+    settings = index_settings(request.ef_search)
+    if request.mode is not SearchMode.VECTOR:
+        settings["enable_seqscan"] = "off"
+    return settings
 
 
 def index_settings(ef_search: int) -> dict[str, str]:
@@ -159,13 +192,23 @@ async def _ranked(
     vector: list[float],
     where: Sequence[ColumnElement[bool]],
     request: SearchRequest,
+    tenant_id: str,
 ) -> list[tuple[uuid.UUID, float]]:
     """Keyword and hybrid: (chunk id, score) of every candidate that passed, best first."""
-    lexical = await _keyword(session, request.query, where, _fetch(request))
+    lexical = await bm25_ranked(
+        session,
+        tenant_id=tenant_id,
+        query=request.query,
+        where=where,
+        fetch=_fetch(request),
+        params=request.bm25,
+    )
     if request.mode is SearchMode.KEYWORD:
         return lexical
     nearest = await _nearest(session, vector, where, request)
-    return fuse([nearest, lexical], k=request.rrf_k)
+    if request.fusion is FusionMethod.RRF:
+        return fuse([nearest, lexical], k=request.rrf_k)
+    return weighted_fuse(nearest, lexical, vector_weight=request.vector_weight)
 
 
 def _candidates(
@@ -237,40 +280,6 @@ async def _nearest_hits(
     return _ordered(hits), (rows[0].passed if rows else 0)
 
 
-def keyword_query(query: str) -> ColumnElement[Any]:
-    """websearch_to_tsquery; a query without operators matches ANY of its words (ranked by
-    ts_rank_cd, so chunks with more of them come first) instead of requiring all of them."""
-    parsed = func.websearch_to_tsquery(TEXT_SEARCH_CONFIG, query)
-    if EXPLICIT_OPERATORS.search(query):
-        return parsed
-    return cast(func.replace(cast(parsed, Text), " & ", " | "), TSQUERY)
-
-
-async def _keyword(
-    session: AsyncSession, query: str, where: Sequence[ColumnElement[bool]], fetch: int
-) -> list[tuple[uuid.UUID, float]]:
-    tsquery = keyword_query(query)
-    rank = func.ts_rank_cd(Chunk.search_vector, tsquery).label("rank")
-    stmt = (
-        select(Chunk.id, rank)
-        .where(Chunk.search_vector.op("@@")(tsquery), *where)
-        .order_by(rank.desc(), Chunk.id)
-        .limit(fetch)
-    )
-    return [(row.id, float(row.rank)) for row in await session.execute(stmt)]
-
-
-def fuse(
-    rankings: Sequence[Sequence[tuple[uuid.UUID, float]]], *, k: int
-) -> list[tuple[uuid.UUID, float]]:
-    """Reciprocal rank fusion: score = sum over rankings of 1 / (k + rank), rank from 1."""
-    scores: dict[uuid.UUID, float] = {}
-    for ranking in rankings:
-        for rank, (chunk_id, _score) in enumerate(ranking, start=1):
-            scores[chunk_id] = scores.get(chunk_id, 0.0) + 1.0 / (k + rank)
-    return sorted(scores.items(), key=lambda item: (-item[1], str(item[0])))
-
-
 SOURCE_COLUMNS = (
     Chunk.id,
     Chunk.document_id,
@@ -295,7 +304,11 @@ def _with_sources(stmt: Any) -> Any:
 
 
 async def _hits(
-    session: AsyncSession, vector: list[float], scored: Sequence[tuple[uuid.UUID, float]]
+    session: AsyncSession,
+    vector: list[float],
+    scored: Sequence[tuple[uuid.UUID, float]],
+    *,
+    keep_order: bool = False,
 ) -> list[Hit]:
     if not scored:
         return []
@@ -312,7 +325,8 @@ async def _hits(
         select(similarity, *SOURCE_COLUMNS).join_from(picked, Chunk, Chunk.id == picked.c.id)
     )
     rows = {row.id: row for row in await session.execute(stmt)}
-    return _ordered([_hit(rows[chunk_id], score) for chunk_id, score in scored if chunk_id in rows])
+    hits = [_hit(rows[chunk_id], score) for chunk_id, score in scored if chunk_id in rows]
+    return hits if keep_order else _ordered(hits)
 
 
 def _ordered(hits: list[Hit]) -> list[Hit]:
@@ -327,7 +341,7 @@ def _hit(row: Row[Any], score: float) -> Hit:
         external_id=row.external_id,
         collection=row.collection,
         content=row.content,
-        similarity=round(float(row.similarity), 6),
+        similarity=round(max(float(row.similarity), 0.0), 6),
         score=round(score, 6),
         title=row.title,
         source_type=row.source_type,

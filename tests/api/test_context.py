@@ -135,3 +135,38 @@ async def test_context_needs_the_search_scope(tenant_a: TenantClient, settings: 
     headers = {"Authorization": f"Bearer {token_for(settings, tenant_a.tenant_id, 'rag:ingest')}"}
     response = await tenant_a.http.post("/api/rag/context", json={"query": "x"}, headers=headers)
     assert response.status_code == 403
+
+
+async def test_diversity_spreads_a_context_over_documents(tenant_a: TenantClient) -> None:
+    """One document repeats itself in many chunks; maximal marginal relevance on the stored
+    vectors leaves room for the other documents, and the context metrics show it."""
+    repeated = "\n\n".join(
+        f"## Part {i}\n\nSolar panels convert sunlight into electricity on the roof, part {i}."
+        for i in range(12)
+    )
+    docs = [
+        {
+            "title": "Panels",
+            "external_id": "panels",
+            "source_type": "markdown",
+            "content": repeated,
+        },
+        {"title": "Wind", "external_id": "wind", "content": "Wind turbines make electricity."},
+        {"title": "Hydro", "external_id": "hydro", "content": "Dams make electricity from water."},
+    ]
+    for doc in docs:
+        response = await tenant_a.http.post(
+            "/api/rag/documents", json=doc, headers=tenant_a.headers
+        )
+        assert response.status_code == 201, response.text
+    common = {"query": "solar panels electricity", "max_results": 4, "mode": "hybrid"}
+    plain = await context(tenant_a, **common)
+    diverse = await context(tenant_a, **common, diversity=0.8)
+    assert {c["external_id"] for c in plain["chunks"]} == {"panels"}
+    assert {c["external_id"] for c in diverse["chunks"]} >= {"panels", "wind", "hydro"}
+    assert diverse["metrics"]["source_diversity"] > plain["metrics"]["source_diversity"]
+    assert diverse["chunks"][0]["chunk_id"] == plain["chunks"][0]["chunk_id"]  # best stays first
+    bad = await tenant_a.http.post(
+        "/api/rag/context", json={**common, "diversity": 1.5}, headers=tenant_a.headers
+    )
+    assert bad.status_code == 422

@@ -164,8 +164,28 @@ async def test_hybrid_reports_fused_score_and_cosine_similarity(
     reply = await search(corpus_tenant, query="ZQX-981 router", mode="hybrid", threshold=0.1)
     top = reply["chunks"][0]
     assert top["external_id"] == "firmware"
-    assert 0 < top["score"] <= 2 / 61 + 1e-6  # both rankings put it first: 2 / (k + 1)
+    assert top["score"] == pytest.approx(1.0)  # weighted: both rankings put it first
     assert 0 < top["similarity"] <= 1
+    rrf = await search(
+        corpus_tenant, query="ZQX-981 router", mode="hybrid", threshold=0.1, fusion="rrf"
+    )
+    assert rrf["chunks"][0]["external_id"] == "firmware"
+    assert rrf["chunks"][0]["score"] == pytest.approx(2 / 61, abs=1e-6)  # 2 / (k + 1)
+
+    common = {"query": "car will not start", "threshold": 0.1, "max_results": 3}
+    vector = names(await search(corpus_tenant, **common, mode="vector"))
+    all_vector = await search(corpus_tenant, **common, mode="hybrid", vector_weight=1.0)
+    assert names(all_vector)[: len(vector)] == vector  # the keyword leg weighs nothing
+
+
+async def test_bad_fusion_parameters_are_422(corpus_tenant: TenantClient) -> None:
+    for extra in ({"fusion": "max"}, {"vector_weight": 1.5}, {"vector_weight": -0.1}):
+        body = {"query": "router", "mode": "hybrid", **extra}
+        response = await corpus_tenant.http.post(
+            "/api/rag/search", json=body, headers=corpus_tenant.headers
+        )
+        assert response.status_code == 422, extra
+        assert response.headers["content-type"].startswith("application/problem+json")
 
 
 async def test_filters_by_collection_metadata_source_type_and_document(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import socket
@@ -153,3 +154,49 @@ def test_data_commands_refuse_an_unknown_tenant(env: dict[str, str]) -> None:
     result = rag("search", "anything", "--tenant", "nobody", env=env)
     assert result.returncode == 2
     assert "does not exist" in result.stderr
+
+
+def test_eval_measures_a_beir_folder_and_bm25_statistics_verify(
+    env: dict[str, str], tmp_path: Path
+) -> None:
+    assert rag("tenant", "create", "eval-co", env=env).returncode == 0
+    folder = tmp_path / "tiny"
+    (folder / "qrels").mkdir(parents=True)
+    corpus = {
+        "d1": "Zeolite catalysts crack heavy oil into petrol.",
+        "d2": "Sourdough bread rises slowly with wild yeast.",
+        "d3": "Glaciers carve valleys as they move downhill.",
+        "d4": "Petrol prices rose again this winter.",
+    }
+    (folder / "corpus.jsonl").write_text(
+        "".join(f'{{"_id": "{k}", "title": "", "text": "{v}"}}\n' for k, v in corpus.items())
+    )
+    (folder / "queries.jsonl").write_text(
+        '{"_id": "q1", "text": "zeolite catalysts"}\n{"_id": "q2", "text": "sourdough yeast"}\n'
+        '{"_id": "q3", "text": "no judgments"}\n'
+    )
+    (folder / "qrels" / "test.tsv").write_text("query-id\tcorpus-id\tscore\nq1\td1\t1\nq2\td2\t2\n")
+    out = tmp_path / "eval.json"
+    result = rag("eval", str(folder), "--tenant", "eval-co", "--json", str(out), env=env)
+    assert result.returncode == 0, result.stderr
+    report = json.loads(out.read_text())
+    assert report["queries"] == 2  # q3 has no judgment
+    assert report["collection"] == "eval-tiny"
+    scores = report["scores"]
+    assert set(scores) >= {"keyword", "vector", "hybrid, rrf", "hybrid, weighted 0.5"}
+    assert scores["keyword"] == {
+        "ndcg_at_10": 1.0,
+        "recall_at_10": 1.0,
+        "mrr_at_10": 1.0,
+        "queries": 2,
+    }
+    assert "nDCG@10" in result.stdout
+
+    verified = rag("bm25", "verify", env=env)
+    assert verified.returncode == 0, verified.stdout + verified.stderr
+    assert "eval-co" in verified.stdout
+    rebuilt = rag("bm25", "rebuild", "--tenant", "eval-co", env=env)
+    assert rebuilt.returncode == 0, rebuilt.stderr
+    assert "differs" not in rebuilt.stdout
+    both = rag("eval", str(folder), env=env)
+    assert both.returncode == 2  # neither --tenant nor --url

@@ -1,0 +1,107 @@
+"""BM25 statistics maintenance: recount a tenant's statistics from its chunks, compare them
+with the stored ones (`rag bm25 verify`), or replace them (`rag bm25 rebuild`).
+
+The triggers of migration 0003 keep `bm25_corpus` and `bm25_terms` exact in every write's
+own transaction; this is the check, and the repair should anything (a restore of one table, a
+manual edit) ever break them. Runs as the runtime role, one tenant per transaction, under RLS.
+A rebuild first locks the tenant's `bm25_corpus` row, the row every trigger statement of that
+tenant locks first, so writers wait for it and then add their own changes to the recount.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from sqlalchemy import delete, func, insert, select, text
+from sqlalchemy.dialects.postgresql import insert as pg_insert
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from app.db.models import Bm25Corpus, Bm25Term, Chunk
+from app.db.tenancy import SessionMaker, tenant_transaction
+
+
+@dataclass(frozen=True, slots=True)
+class Bm25Stats:
+    chunks: int
+    tokens: int
+    terms: dict[str, int]  # lexeme -> df, df > 0 only
+
+
+@dataclass(frozen=True, slots=True)
+class Bm25Check:
+    tenant_id: str
+    chunks: int
+    terms: int
+    corpus_ok: bool
+    wrong_terms: int  # lexemes whose stored df differs from the recount (missing ones too)
+
+    @property
+    def ok(self) -> bool:
+        return self.corpus_ok and self.wrong_terms == 0
+
+
+async def recount(session: AsyncSession) -> Bm25Stats:
+    """The statistics of the chunks the session's tenant can see, counted from scratch."""
+    chunks, tokens = (
+        await session.execute(select(func.count(), func.coalesce(func.sum(Chunk.search_length), 0)))
+    ).one()
+    rows = await session.execute(
+        text(
+            "SELECT l.lexeme, count(*) FROM chunks c, "
+            "unnest(tsvector_to_array(c.search_vector)) AS l(lexeme) GROUP BY l.lexeme"
+        )
+    )
+    return Bm25Stats(int(chunks), int(tokens), {lexeme: int(df) for lexeme, df in rows})
+
+
+async def stored(session: AsyncSession) -> Bm25Stats:
+    """The statistics the triggers keep for the session's tenant."""
+    corpus = (await session.execute(select(Bm25Corpus.chunks, Bm25Corpus.tokens))).first()
+    rows = await session.execute(select(Bm25Term.lexeme, Bm25Term.df).where(Bm25Term.df != 0))
+    chunks, tokens = corpus if corpus is not None else (0, 0)
+    return Bm25Stats(int(chunks), int(tokens), {lexeme: int(df) for lexeme, df in rows})
+
+
+async def verify(sessions: SessionMaker, tenant_id: str) -> Bm25Check:
+    async with tenant_transaction(sessions, tenant_id) as session:
+        counted, kept = await recount(session), await stored(session)
+    wrong = sum(
+        1
+        for lexeme in counted.terms.keys() | kept.terms.keys()
+        if counted.terms.get(lexeme) != kept.terms.get(lexeme)
+    )
+    return Bm25Check(
+        tenant_id=tenant_id,
+        chunks=counted.chunks,
+        terms=len(counted.terms),
+        corpus_ok=(counted.chunks, counted.tokens) == (kept.chunks, kept.tokens),
+        wrong_terms=wrong,
+    )
+
+
+async def rebuild(sessions: SessionMaker, tenant_id: str) -> Bm25Check:
+    """Replace the tenant's statistics by a recount (zero-df rows go too)."""
+    async with tenant_transaction(sessions, tenant_id) as session:
+        await session.execute(
+            select(Bm25Corpus.tenant_id).where(Bm25Corpus.tenant_id == tenant_id).with_for_update()
+        )
+        counted = await recount(session)
+        await session.execute(delete(Bm25Term).where(Bm25Term.tenant_id == tenant_id))
+        corpus = pg_insert(Bm25Corpus).values(
+            tenant_id=tenant_id, chunks=counted.chunks, tokens=counted.tokens
+        )
+        await session.execute(
+            corpus.on_conflict_do_update(
+                index_elements=[Bm25Corpus.tenant_id],
+                set_={"chunks": counted.chunks, "tokens": counted.tokens},
+            )
+        )
+        if counted.terms:
+            await session.execute(
+                insert(Bm25Term),
+                [
+                    {"tenant_id": tenant_id, "lexeme": lexeme, "df": df}
+                    for lexeme, df in sorted(counted.terms.items())
+                ],
+            )
+    return await verify(sessions, tenant_id)

@@ -1,0 +1,336 @@
+"""BM25 keyword ranking with per-tenant statistics kept by triggers (migration 0003)."""
+
+from __future__ import annotations
+
+import math
+import uuid
+
+import pytest
+from sqlalchemy import delete, select, update
+
+from app.db import bm25 as bm25_stats
+from app.db.models import Bm25Term, Chunk
+from app.db.tenancy import SessionMaker, tenant_transaction
+from app.ingest.catalog import delete_document
+from app.ingest.documents import DocumentInput, IngestResult, ingest_documents
+from app.ingest.parsing import SourceType
+from app.ingest.reindex import reembed
+from app.retrieval import (
+    Bm25Params,
+    FusionMethod,
+    SearchMode,
+    SearchRequest,
+    fuse,
+    search,
+    weighted_fuse,
+)
+from app.retrieval.bm25 import bounded_query
+from tests.conftest import registered_tenant, small_chunker
+from tests.fakes import WordHashEmbedder
+
+K1, B = 1.2, 0.4
+
+
+async def ingest(
+    sessions: SessionMaker,
+    embedder: WordHashEmbedder,
+    tenant_id: str,
+    texts: dict[str, str],
+    *,
+    collection: str = "default",
+) -> dict[str, uuid.UUID]:
+    documents = [
+        DocumentInput(
+            content=content,
+            source_type=SourceType.TEXT,
+            title=external_id,
+            external_id=external_id,
+            collection=collection,
+        )
+        for external_id, content in texts.items()
+    ]
+    results = await ingest_documents(
+        sessions, embedder, chunker=small_chunker(), tenant_id=tenant_id, documents=documents
+    )
+    ids: dict[str, uuid.UUID] = {}
+    for external_id, result in zip(texts, results, strict=True):
+        assert isinstance(result, IngestResult)
+        ids[external_id] = result.document_id
+    return ids
+
+
+async def keyword(
+    sessions: SessionMaker, embedder: WordHashEmbedder, tenant_id: str, query: str, **kw: object
+) -> dict[str, float]:
+    request = SearchRequest(query=query, mode=SearchMode.KEYWORD, top_k=20, **kw)  # type: ignore[arg-type]
+    outcome = await search(sessions, embedder, tenant_id=tenant_id, request=request)
+    return {hit.external_id: hit.score for hit in outcome.hits}
+
+
+def bm25(tfs: dict[str, int], length: int, df: dict[str, int], n: int, avgdl: float) -> float:
+    total = 0.0
+    for term, tf in tfs.items():
+        idf = math.log(1 + (n - df[term] + 0.5) / (df[term] + 0.5))
+        total += idf * tf * (K1 + 1) / (tf + K1 * (1 - B + B * length / avgdl))
+    return total
+
+
+async def test_scores_match_the_formula_by_hand(
+    sessions: SessionMaker, embedder: WordHashEmbedder
+) -> None:
+    tenant_id = await registered_tenant(sessions)
+    # english analyser: stop words go, "cats" -> cat, "sleeping" -> sleep, "dogs" -> dog.
+    await ingest(
+        sessions,
+        embedder,
+        tenant_id,
+        {
+            "d1": "cats sleeping cats",  # cat x2, sleep: length 3
+            "d2": "dogs bark",  # dog, bark: length 2
+            "d3": "cats and dogs and birds",  # cat, dog, bird: length 3
+            "d4": "birds sing at dawn",  # bird, sing, dawn: length 3
+        },
+    )
+    n, avgdl = 4, (3 + 2 + 3 + 3) / 4
+    df = {"cat": 2, "dog": 2, "sleep": 1}
+    scores = await keyword(sessions, embedder, tenant_id, "sleeping cats with dogs")
+    assert set(scores) == {"d1", "d2", "d3"}
+    expected = {
+        "d1": bm25({"cat": 2, "sleep": 1}, 3, df, n, avgdl),
+        "d2": bm25({"dog": 1}, 2, df, n, avgdl),
+        "d3": bm25({"cat": 1, "dog": 1}, 3, df, n, avgdl),
+    }
+    for name, value in expected.items():
+        assert scores[name] == pytest.approx(value, abs=1e-6)
+    # k1 and b come from the request
+    other = await keyword(
+        sessions, embedder, tenant_id, "dogs", bm25=Bm25Params(k1=1.5, b=1.0, max_terms=32)
+    )
+    idf = math.log(1 + (n - 2 + 0.5) / 2.5)
+    assert other["d2"] == pytest.approx(idf * 2.5 / (1 + 1.5 * (2 / avgdl)), abs=1e-6)
+
+
+async def test_rare_terms_outrank_common_ones(
+    sessions: SessionMaker, embedder: WordHashEmbedder
+) -> None:
+    tenant_id = await registered_tenant(sessions)
+    common = {f"filler{i}": f"the report mentions revenue in quarter {i}" for i in range(12)}
+    await ingest(
+        sessions,
+        embedder,
+        tenant_id,
+        {
+            **common,
+            "rare": "a single line about zeolite catalysts",
+            "often": "revenue revenue revenue grew",
+        },
+    )
+    scores = await keyword(sessions, embedder, tenant_id, "revenue zeolite")
+    ranked = sorted(scores, key=lambda name: -scores[name])
+    assert ranked[0] == "rare"  # one rare term beats three of a word in 13 of 14 chunks
+
+
+async def test_operators_are_kept_and_long_queries_bounded(
+    sessions: SessionMaker, embedder: WordHashEmbedder
+) -> None:
+    tenant_id = await registered_tenant(sessions)
+    await ingest(
+        sessions,
+        embedder,
+        tenant_id,
+        {"a": "solar panels on the roof", "b": "solar power plants", "c": "roof tiles"},
+    )
+    assert set(await keyword(sessions, embedder, tenant_id, "solar roof")) == {"a", "b", "c"}
+    assert set(await keyword(sessions, embedder, tenant_id, "solar -roof")) == {"b"}
+    assert set(await keyword(sessions, embedder, tenant_id, '"solar panels"')) == {"a"}
+    assert set(await keyword(sessions, embedder, tenant_id, "tiles OR plants")) == {"b", "c"}
+    # prose: "or" is a word, not an operator (as one it would AND the other words)
+    assert set(await keyword(sessions, embedder, tenant_id, "panels or power tiles")) == {
+        "a",
+        "b",
+        "c",
+    }
+    assert bounded_query("one two three four", 2) == "one two"
+    assert bounded_query('"one two three" four', 2) == '"one two"'
+    long_query = " ".join(["filler"] * 500) + " solar"
+    assert await keyword(sessions, embedder, tenant_id, long_query) == {}  # solar cut off
+
+
+async def assert_exact(sessions: SessionMaker, tenant_id: str) -> bm25_stats.Bm25Stats:
+    async with tenant_transaction(sessions, tenant_id) as session:
+        counted, kept = await bm25_stats.recount(session), await bm25_stats.stored(session)
+    assert kept == counted
+    assert (await bm25_stats.verify(sessions, tenant_id)).ok
+    return kept
+
+
+async def test_statistics_stay_exact_through_every_write(
+    sessions: SessionMaker, embedder: WordHashEmbedder
+) -> None:
+    tenant_id = await registered_tenant(sessions)
+    long_text = " ".join(f"paragraph {i} about topic{i % 9} and shared words." for i in range(300))
+    ids = await ingest(
+        sessions,
+        embedder,
+        tenant_id,
+        {"long": long_text, "short": "cobalt mining", "other": "nickel mining"},
+    )
+    first = await assert_exact(sessions, tenant_id)
+    assert first.chunks > 3
+    assert first.terms["mine"] == 2
+    # re-ingest of a changed document (its chunks are replaced), and an unchanged one
+    await ingest(
+        sessions, embedder, tenant_id, {"short": "cobalt refining", "other": "nickel mining"}
+    )
+    after = await assert_exact(sessions, tenant_id)
+    assert after.terms["mine"] == 1
+    assert after.terms["refin"] == 1
+    # a second collection, then delete
+    await ingest(sessions, embedder, tenant_id, {"short": "cobalt mining"}, collection="more")
+    await assert_exact(sessions, tenant_id)
+    async with tenant_transaction(sessions, tenant_id) as session:
+        await delete_document(session, ids["long"])
+    gone = await assert_exact(sessions, tenant_id)
+    assert "topic3" not in gone.terms
+    # reindex to another model: vectors change, text does not
+    other_model = WordHashEmbedder(model_id="test:other-model")
+    await reembed(
+        sessions, other_model, batch_size=2, progress=lambda _n: None, tenants=[tenant_id]
+    )
+    assert await assert_exact(sessions, tenant_id) == gone
+    # an update that changes a chunk's text (as a merge would), and a raw multi-row delete
+    async with tenant_transaction(sessions, tenant_id) as session:
+        await session.execute(update(Chunk).values(content="merged text about copper"))
+    assert (await assert_exact(sessions, tenant_id)).terms == {
+        "merg": 3,
+        "text": 3,
+        "copper": 3,
+    }
+    async with tenant_transaction(sessions, tenant_id) as session:
+        await session.execute(delete(Chunk))
+    assert await assert_exact(sessions, tenant_id) == bm25_stats.Bm25Stats(0, 0, {})
+
+
+async def test_rebuild_repairs_broken_statistics(
+    sessions: SessionMaker, embedder: WordHashEmbedder
+) -> None:
+    tenant_id = await registered_tenant(sessions)
+    await ingest(sessions, embedder, tenant_id, {"a": "glacier ice melts", "b": "ice cream"})
+    async with tenant_transaction(sessions, tenant_id) as session:
+        await session.execute(update(Bm25Term).where(Bm25Term.lexeme == "ice").values(df=7))
+        await session.execute(delete(Bm25Term).where(Bm25Term.lexeme == "glacier"))
+    broken = await bm25_stats.verify(sessions, tenant_id)
+    assert not broken.ok
+    assert broken.wrong_terms == 2
+    repaired = await bm25_stats.rebuild(sessions, tenant_id)
+    assert repaired.ok
+    assert repaired.chunks == 2
+    await assert_exact(sessions, tenant_id)
+
+
+async def test_another_tenants_corpus_never_changes_a_score(
+    sessions: SessionMaker, embedder: WordHashEmbedder
+) -> None:
+    tenant_a, tenant_b = await registered_tenant(sessions), await registered_tenant(sessions)
+    await ingest(
+        sessions,
+        embedder,
+        tenant_a,
+        {"x": "volcanic ash clouds", "y": "ash trees in autumn", "z": "clouds over the sea"},
+    )
+    before = await keyword(sessions, embedder, tenant_a, "volcanic ash clouds")
+    # B's corpus uses A's words a lot (their df and the average length would move A's scores)
+    await ingest(
+        sessions,
+        embedder,
+        tenant_b,
+        {f"b{i}": "ash " * (i + 1) + "volcanic clouds everywhere " * 30 for i in range(40)},
+    )
+    after = await keyword(sessions, embedder, tenant_a, "volcanic ash clouds")
+    assert after == before
+    async with tenant_transaction(sessions, tenant_a) as session:
+        visible = set((await session.scalars(select(Bm25Term.tenant_id))).all())
+    assert visible == {tenant_a}  # RLS: B's statistics are not even readable
+
+
+async def test_hybrid_finds_the_keyword_only_and_the_paraphrase_only_match(
+    sessions: SessionMaker, embedder: WordHashEmbedder
+) -> None:
+    """The fake embedder is bag of words, so a 'paraphrase' is a text sharing words the
+    analyser drops (stop words) or stems elsewhere; the keyword-only match shares a stem that
+    the embedder sees as a different word."""
+    tenant_id = await registered_tenant(sessions)
+    filler = {f"f{i}": f"unrelated note {i} on gardening soil and compost heaps" for i in range(10)}
+    await ingest(
+        sessions,
+        embedder,
+        tenant_id,
+        {
+            **filler,
+            # keyword-only: "connections" stems to "connect"; the embedder sees another word
+            "lexical": "network connections",
+            # vector-only: the same words as the query but stop words to the analyser
+            "semantic": "what is it they were there for",
+        },
+    )
+    query = "what is it they were there for connecting"
+    for fusion in FusionMethod:
+        request = SearchRequest(query=query, mode=SearchMode.HYBRID, top_k=2, fusion=fusion)
+        outcome = await search(sessions, embedder, tenant_id=tenant_id, request=request)
+        assert {hit.external_id for hit in outcome.hits} == {"lexical", "semantic"}, fusion
+    vector_only = await search(
+        sessions,
+        embedder,
+        tenant_id=tenant_id,
+        request=SearchRequest(query=query, mode=SearchMode.VECTOR, top_k=2),
+    )
+    assert "lexical" not in {hit.external_id for hit in vector_only.hits}
+    keyword_only = await keyword(sessions, embedder, tenant_id, query)
+    assert set(keyword_only) == {"lexical"}
+
+
+def test_weighted_fusion_normalises_each_leg() -> None:
+    a, b, c = uuid.uuid4(), uuid.uuid4(), uuid.uuid4()
+    vector = [(a, 0.62), (b, 0.60), (c, 0.58)]
+    keyword_scores = [(c, 14.0), (a, 2.0)]
+    fused = dict(weighted_fuse(vector, keyword_scores, vector_weight=0.5))
+    assert fused[a] == pytest.approx(0.5 * 1.0 + 0.5 * 0.0)
+    assert fused[b] == pytest.approx(0.5 * 0.5)
+    assert fused[c] == pytest.approx(0.5 * 0.0 + 0.5 * 1.0)
+    only_vector = weighted_fuse(vector, keyword_scores, vector_weight=1.0)
+    assert [chunk for chunk, _ in only_vector][:3] == [a, b, c]
+    rrf = dict(fuse([vector, keyword_scores], k=60))
+    assert rrf[a] == pytest.approx(1 / 61 + 1 / 62)
+
+
+async def test_maxscore_pruning_returns_the_exact_top(
+    sessions: SessionMaker, embedder: WordHashEmbedder, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The pruned ranking (candidates from the rarest terms first) equals scoring every
+    match, for queries where pruning stops early and where it must widen."""
+    tenant_id = await registered_tenant(sessions)
+    texts = {f"c{i}": f"common words {'often ' * (i % 4)}note {i}" for i in range(60)}
+    texts |= {f"r{i}": f"rare zircon {'common ' * (i % 3)}crystal {i}" for i in range(6)}
+    texts |= {"both": "zircon crystal common often"}
+    await ingest(sessions, embedder, tenant_id, texts)
+    queries = ["zircon common", "common often", "crystal zircon often words", "note common"]
+    for fetch in (3, 10, 40):
+        for query in queries:
+            request = {"query": query, "mode": SearchMode.KEYWORD, "top_k": fetch}
+            monkeypatch.setattr("app.retrieval.bm25.CANDIDATES_PER_RESULT", 10**9)
+            full = await search(
+                sessions,
+                embedder,
+                tenant_id=tenant_id,
+                request=SearchRequest(**request, candidates=fetch),  # type: ignore[arg-type]
+            )
+            monkeypatch.setattr("app.retrieval.bm25.CANDIDATES_PER_RESULT", 0)
+            pruned = await search(
+                sessions,
+                embedder,
+                tenant_id=tenant_id,
+                request=SearchRequest(**request, candidates=fetch),  # type: ignore[arg-type]
+            )
+            assert [(h.chunk_id, h.score) for h in pruned.hits] == [
+                (h.chunk_id, h.score) for h in full.hits
+            ], (query, fetch)
