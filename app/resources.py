@@ -22,6 +22,7 @@ from app.ingest.chunking import Chunker, load_tokenizer
 from app.ratelimit import RateLimiter, build_rate_limiter
 from app.settings import Settings
 from app.tenants import TenantDirectory
+from app.usage import UsageRecorder
 
 _log = logging.getLogger(__name__)
 HEADER_TOKENS = 48  # room for the contextual header (title, section path) in the model's input
@@ -39,6 +40,7 @@ class Resources:
     chunker: Chunker
     token_counter: TokenCounter
     redis: Redis | None
+    usage: UsageRecorder
 
 
 @asynccontextmanager
@@ -70,6 +72,7 @@ async def open_resources(
             chunker=build_chunker(settings, embedder),
             token_counter=build_token_counter(settings, embedder),
             redis=redis,
+            usage=UsageRecorder(),
         )
     finally:
         await embedder.aclose()
