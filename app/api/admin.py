@@ -25,7 +25,7 @@ from app.api.admin_models import (
     TenantPatch,
 )
 from app.api.deps import AdminCaller, ResourcesDep
-from app.api.openapi import GATED, errors
+from app.api.openapi import GATED, WITH_BODY, errors
 from app.db.tenancy import registry_transaction
 from app.errors import Unprocessable
 from app.gate import Caller
@@ -72,7 +72,10 @@ async def tenants(
     "/tenants",
     status_code=201,
     summary="Create a tenant (idempotent)",
-    responses={200: {"model": TenantOut, "description": "It existed: nothing changed"}},
+    responses={
+        200: {"model": TenantOut, "description": "It existed: nothing changed"},
+        **WITH_BODY,
+    },
 )
 async def create(
     body: Annotated[TenantIn, Body(openapi_examples=examples.TENANT_CREATE)],
@@ -118,7 +121,9 @@ async def _update(
 
 
 @router.patch(
-    "/tenants/{tenant_id}", summary="Rename, re-tier, suspend or activate", responses=errors(404)
+    "/tenants/{tenant_id}",
+    summary="Rename, re-tier, suspend or activate",
+    responses={**errors(404), **WITH_BODY},
 )
 async def change(
     tenant_id: TenantPath,

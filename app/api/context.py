@@ -10,7 +10,7 @@ from pydantic import BaseModel, Field
 
 from app.api import examples
 from app.api.deps import ResourcesDep, SearchCaller
-from app.api.openapi import GATED
+from app.api.openapi import GATED, WITH_BODY
 from app.api.search import request_of
 from app.api.search_models import ChunkOut, SearchIn, Timings
 from app.citations import (
@@ -90,7 +90,7 @@ class ContextOut(BaseModel):
     context_ms: float
 
 
-@router.post("/context", summary="Build a cited context block for a prompt")
+@router.post("/context", summary="Build a cited context block for a prompt", responses=WITH_BODY)
 async def build_context(
     body: Annotated[ContextIn, Body(openapi_examples=examples.CONTEXT)],
     caller: SearchCaller,

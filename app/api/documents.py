@@ -26,7 +26,7 @@ from app.api.documents_models import (
     Url,
     to_input,
 )
-from app.api.openapi import GATED, errors
+from app.api.openapi import GATED, WITH_BODY, errors
 from app.db.tenancy import tenant_transaction
 from app.errors import AppError, PayloadTooLarge, Unprocessable
 from app.ingest.catalog import delete_document, get_document, list_documents
@@ -55,7 +55,7 @@ async def _ingest(resources: Resources, tenant_id: str, document: DocumentInput)
     "",
     status_code=201,
     summary="Ingest one document (JSON)",
-    responses={200: {"model": IngestOut, "description": "Unchanged"}, **errors(413, 415)},
+    responses={200: {"model": IngestOut, "description": "Unchanged"}, **WITH_BODY, **errors(415)},
 )
 async def create_document(
     body: Annotated[DocumentIn, Body(openapi_examples=examples.DOCUMENT)],
@@ -69,7 +69,7 @@ async def create_document(
     return out
 
 
-@router.post("/batch", summary="Ingest several documents", responses=errors(413))
+@router.post("/batch", summary="Ingest several documents", responses=WITH_BODY)
 async def create_documents(
     body: Annotated[BatchIn, Body(openapi_examples=examples.BATCH)],
     caller: IngestCaller,
@@ -102,7 +102,7 @@ async def create_documents(
     "/upload",
     status_code=201,
     summary="Ingest a file (PDF, markdown, HTML, text)",
-    responses={200: {"model": IngestOut, "description": "Unchanged"}, **errors(413, 415)},
+    responses={200: {"model": IngestOut, "description": "Unchanged"}, **WITH_BODY, **errors(415)},
 )
 async def upload_document(
     caller: IngestCaller,

@@ -98,6 +98,7 @@ class ValidationProblem(Problem):
 
 
 _MEANING = {
+    400: "The body could not be parsed (not UTF-8, or a broken multipart form).",
     401: "No bearer token, or one that is expired, malformed or signed with another key.",
     403: "The token lacks the scope, its tenant is unknown or suspended, or X-Tenant-ID names "
     "another tenant without rag:admin.",
@@ -138,6 +139,7 @@ def errors(*statuses: int) -> dict[int | str, dict[str, Any]]:
 
 
 GATED = errors(401, 403, 422, 429, 503)
+WITH_BODY = errors(400, 413)  # any request body: unparsable, or over RAG_UPLOAD_MAX_BYTES
 
 
 def install_openapi(app: FastAPI) -> None:

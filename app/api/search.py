@@ -8,7 +8,7 @@ from fastapi import APIRouter, Body
 
 from app.api import examples
 from app.api.deps import ResourcesDep, SearchCaller
-from app.api.openapi import GATED
+from app.api.openapi import GATED, WITH_BODY
 from app.api.search_models import SearchIn, SearchOut, to_filters
 from app.resources import Resources
 from app.retrieval import SearchRequest, search, search_request
@@ -30,7 +30,7 @@ def request_of(resources: Resources, body: SearchIn) -> SearchRequest:
     )
 
 
-@router.post("/search", summary="Search the tenant's chunks")
+@router.post("/search", summary="Search the tenant's chunks", responses=WITH_BODY)
 async def search_chunks(
     body: Annotated[SearchIn, Body(openapi_examples=examples.SEARCH)],
     caller: SearchCaller,
