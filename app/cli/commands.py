@@ -10,7 +10,7 @@ from typing import Annotated
 
 import typer
 
-from app.cli import data, indexes, mcp
+from app.cli import data, indexes, mcp, tenants
 from app.cli.database import database_settings
 from app.cli.settings import load_settings
 from app.db.engine import create_engine, create_sessionmaker
@@ -22,6 +22,10 @@ from app.tenants import TENANT_ID_PATTERN, create_tenant
 app = typer.Typer(help="Multi-tenant RAG retrieval service.", no_args_is_help=True)
 tenant_app = typer.Typer(help="Manage tenants.", no_args_is_help=True)
 app.add_typer(tenant_app, name="tenant")
+tenant_app.command("list")(tenants.tenant_list)
+tenant_app.command("suspend")(tenants.tenant_suspend)
+tenant_app.command("activate")(tenants.tenant_activate)
+tenant_app.command("delete")(tenants.tenant_delete)
 app.command()(data.ingest)
 app.command()(data.search)
 app.command()(data.reindex)
