@@ -43,7 +43,25 @@ class Filters(Strict):
     metadata: Annotated[dict[MetadataKey, Range | Scalar | list[Scalar]], Field(max_length=32)] = {}
 
 
+def _holds_nul(value: object) -> bool:
+    if isinstance(value, str):
+        return "\x00" in value
+    if isinstance(value, dict):
+        return any(_holds_nul(key) or _holds_nul(item) for key, item in value.items())
+    if isinstance(value, list):
+        return any(_holds_nul(item) for item in value)
+    return False
+
+
 class SearchIn(Strict):
+    @model_validator(mode="before")
+    @classmethod
+    def _no_nul(cls, data: object) -> object:
+        """PostgreSQL text cannot hold NUL: refuse it here (422), not in the database (500)."""
+        if _holds_nul(data):
+            raise ValueError("must not contain NUL characters (\\u0000)")
+        return data
+
     query: Annotated[str, StringConstraints(strip_whitespace=True, min_length=1)]
     max_results: Annotated[int, Field(ge=1, le=20)] = 5
     threshold: Annotated[float | None, Field(ge=0.1, le=1.0)] = None
