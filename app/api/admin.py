@@ -36,6 +36,7 @@ router = APIRouter(prefix="/api/admin", tags=["admin"], responses=GATED)
 TenantPath = Annotated[str, Path(pattern=TENANT_ID_PATTERN, examples=["acme"])]
 Limit = Annotated[int, Query(ge=1, le=500)]
 Offset = Annotated[int, Query(ge=0)]
+NO_NUL = r"^[^\x00]*$"  # PostgreSQL text cannot hold NUL: a 422, not a 500
 
 
 def _actor(caller: Caller) -> Actor:
@@ -55,7 +56,7 @@ async def tenants(
     _caller: AdminCaller,
     resources: ResourcesDep,
     status: Annotated[Status | None, Query()] = None,
-    tier: Annotated[str | None, Query(max_length=32)] = None,
+    tier: Annotated[str | None, Query(max_length=32, pattern=NO_NUL)] = None,
     limit: Limit = 100,
     offset: Offset = 0,
 ) -> TenantList:
@@ -177,9 +178,11 @@ async def stats(tenant_id: TenantPath, _caller: AdminCaller, resources: Resource
 async def audit(
     _caller: AdminCaller,
     resources: ResourcesDep,
-    tenant_id: Annotated[str | None, Query(max_length=64)] = None,
-    action: Annotated[str | None, Query(max_length=64, examples=["tenant.suspend"])] = None,
-    actor: Annotated[str | None, Query(max_length=256)] = None,
+    tenant_id: Annotated[str | None, Query(max_length=64, pattern=NO_NUL)] = None,
+    action: Annotated[
+        str | None, Query(max_length=64, pattern=NO_NUL, examples=["tenant.suspend"])
+    ] = None,
+    actor: Annotated[str | None, Query(max_length=256, pattern=NO_NUL)] = None,
     limit: Limit = 100,
     offset: Offset = 0,
 ) -> AuditList:
