@@ -68,8 +68,11 @@ def rate_limit_key(tenant_id: str) -> str:
 async def spend(resources: Resources, caller: Caller) -> Decision:
     """Count one request against the caller's tenant; the decision says whether it may go on."""
     settings = resources.settings
-    return await resources.limiter.hit(
+    decision = await resources.limiter.hit(
         rate_limit_key(caller.tenant_id),
         limit=limit_for_tier(settings, caller.tenant.tier),
         window_seconds=settings.rate_limit_window_seconds,
     )
+    if not decision.allowed:
+        resources.usage.record(caller.tenant_id, "rate_limited")
+    return decision

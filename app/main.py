@@ -10,12 +10,15 @@ from fastapi import FastAPI
 import app.db.tenancy  # noqa: F401  (registers the tenant hook once)
 from app import __version__
 from app.api import admin, context, documents, health, mcp, metrics, search, similar
+from app.api.docs import install_docs
 from app.api.middleware import BodyLimit, RateLimitHeaders
+from app.api.openapi import DESCRIPTION, TAGS, install_openapi
 from app.api.problems import install_error_handlers
 from app.embeddings import Embedder
 from app.mcp.http import serve_http
 from app.resources import open_resources
 from app.settings import Settings
+from app.usage import flushing
 
 
 def create_app(settings: Settings | None = None, *, embedder: Embedder | None = None) -> FastAPI:
@@ -27,18 +30,26 @@ def create_app(settings: Settings | None = None, *, embedder: Embedder | None = 
         async with (
             open_resources(settings, embedder=embedder) as resources,
             serve_http(settings, resources.embedder.model_id) as mcp_http,
+            flushing(
+                resources.usage, resources.sessions, every_seconds=settings.usage_flush_seconds
+            ),
         ):
             yield {"resources": resources, "mcp": mcp_http}
 
     app = FastAPI(
         title="RAG retrieval service",
         version=__version__,
-        description="Multi-tenant retrieval for RAG: ingest documents, search them, cite them.",
+        description=DESCRIPTION,
+        openapi_tags=TAGS,
         lifespan=lifespan,
+        docs_url=None,
+        redoc_url=None,
     )
     install_error_handlers(app)
     app.add_middleware(RateLimitHeaders)
     app.add_middleware(BodyLimit, max_bytes=settings.upload_max_bytes)
     for module in (health, metrics, documents, similar, search, context, admin, mcp):
         app.include_router(module.router)
+    install_docs(app)
+    install_openapi(app)
     return app

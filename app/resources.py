@@ -23,6 +23,7 @@ from app.ratelimit import RateLimiter, build_rate_limiter
 from app.retrieval.access import AccessCounter, flushing
 from app.settings import Settings
 from app.tenants import TenantDirectory
+from app.usage import UsageRecorder
 
 _log = logging.getLogger(__name__)
 HEADER_TOKENS = 48  # room for the contextual header (title, section path) in the model's input
@@ -41,6 +42,7 @@ class Resources:
     token_counter: TokenCounter
     redis: Redis | None
     access: AccessCounter
+    usage: UsageRecorder
 
 
 @asynccontextmanager
@@ -76,6 +78,7 @@ async def open_resources(
                 token_counter=build_token_counter(settings, embedder),
                 redis=redis,
                 access=access,
+                usage=UsageRecorder(),
             )
     finally:
         await embedder.aclose()

@@ -59,6 +59,7 @@ class Settings(BaseSettings):
     jwt_tenant_claim: str = "tenant_id"
     jwt_max_token_bytes: int = Field(default=8192, ge=256)
     tenant_cache_seconds: float = Field(default=5.0, ge=0)
+    usage_flush_seconds: float = Field(default=10.0, gt=0)
     redis_url: str | None = None
     rate_limit_window_seconds: int = Field(default=60, ge=1)
     rate_limit_tiers: dict[str, int] = {"basic": 100, "pro": 1000, "enterprise": 10000}

@@ -39,8 +39,8 @@ ensure_venv() {
     "$python" -m venv "$VENV"
     stage_done
   fi
-  # Keep the extras an earlier caller installed: serve after test must not drop the test tools.
-  have="$(ls "$VENV"/.installed-"$hash"-* 2>/dev/null | sed 's/.*-//' | tr '\n' ',')"
+  # Keep the extras an earlier install had: serve after test must not drop the test tools.
+  have="$( (ls "$VENV"/.installed-* 2>/dev/null || true) | sed 's/.*-//' | tr '\n' ',')"
   extras="$(printf '%s' "$have,$extras" | tr ',' '\n' | sed '/^$/d' | sort -u | paste -sd, -)"
   stage "installing pip and torch 2.13.0 (CPU)"
   _pip --upgrade pip

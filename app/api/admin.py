@@ -1,70 +1,47 @@
-"""Admin: tenants (create, tier, suspend) and per-tenant statistics. Scope rag:admin."""
+"""Admin: tenants (list, create, update, suspend, delete), statistics, the audit log.
+
+Every route needs the rag:admin scope (a token of any tenant) and is written to the audit log
+when it changes something, with the token's subject as the actor.
+"""
 
 from __future__ import annotations
 
-from datetime import datetime
-from typing import Annotated, Literal, Self
+from typing import Annotated
 
-from fastapi import APIRouter, Path, Query, Response, status
-from pydantic import BaseModel, ConfigDict, Field, StringConstraints
+from fastapi import APIRouter, Body, Path, Query, Response, status
 
+from app.admin import tenants as admin_tenants
+from app.admin.audit import Actor, entries
+from app.admin.stats import statistics
+from app.api import examples
+from app.api.admin_models import (
+    AuditList,
+    AuditOut,
+    StatsOut,
+    Status,
+    TenantIn,
+    TenantList,
+    TenantOut,
+    TenantPatch,
+)
 from app.api.deps import AdminCaller, ResourcesDep
-from app.db.models import Tenant
-from app.db.tenancy import registry_transaction, tenant_transaction
+from app.api.openapi import GATED, WITH_BODY, errors
+from app.db.tenancy import registry_transaction
 from app.errors import Unprocessable
-from app.ingest.catalog import tenant_stats
-from app.storable import MAX_OFFSET, Storable
-from app.tenants import TENANT_ID_PATTERN, create_tenant, get_tenant, list_tenants, update_tenant
+from app.gate import Caller
+from app.resources import Resources
+from app.storable import MAX_OFFSET
+from app.tenants import TENANT_ID_PATTERN, get_tenant
 
-router = APIRouter(prefix="/api/admin", tags=["admin"])
-TenantId = Annotated[str, StringConstraints(pattern=TENANT_ID_PATTERN)]
-
-
-class TenantIn(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-    id: TenantId
-    name: Annotated[str, StringConstraints(max_length=200), Storable] | None = None
-    tier: str = "basic"
+router = APIRouter(prefix="/api/admin", tags=["admin"], responses=GATED)
+TenantPath = Annotated[str, Path(pattern=TENANT_ID_PATTERN, examples=["acme"])]
+Limit = Annotated[int, Query(ge=1, le=500)]
+Offset = Annotated[int, Query(ge=0, le=MAX_OFFSET)]
+NO_NUL = r"^[^\x00]*$"  # PostgreSQL text cannot hold NUL: a 422, not a 500
 
 
-class TenantPatch(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-    tier: str | None = None
-    status: Literal["active", "suspended"] | None = None
-
-
-class TenantOut(BaseModel):
-    id: str
-    name: str
-    tier: str
-    status: str
-    created_at: datetime
-    updated_at: datetime
-
-    @classmethod
-    def of(cls, tenant: Tenant) -> Self:
-        return cls(
-            id=tenant.id,
-            name=tenant.name,
-            tier=tenant.tier,
-            status=tenant.status,
-            created_at=tenant.created_at,
-            updated_at=tenant.updated_at,
-        )
-
-
-class TenantList(BaseModel):
-    items: list[TenantOut]
-    limit: int
-    offset: int
-
-
-class StatsOut(BaseModel):
-    tenant_id: str
-    documents: int
-    chunks: int
-    collections: int
-    chunks_by_model: dict[str, int] = Field(description="Chunks per embedding model id.")
+def _actor(caller: Caller) -> Actor:
+    return Actor(subject=caller.principal.subject, tenant_id=caller.principal.tenant_id)
 
 
 def _known_tier(tier: str | None, tiers: dict[str, int]) -> None:
@@ -75,61 +52,143 @@ def _known_tier(tier: str | None, tiers: dict[str, int]) -> None:
         )
 
 
-@router.get("/tenants")
+@router.get("/tenants", summary="List tenants with their document and chunk counts")
 async def tenants(
     _caller: AdminCaller,
     resources: ResourcesDep,
-    limit: Annotated[int, Query(ge=1, le=500)] = 100,
-    offset: Annotated[int, Query(ge=0, le=MAX_OFFSET)] = 0,
+    status: Annotated[Status | None, Query()] = None,
+    tier: Annotated[str | None, Query(max_length=32, pattern=NO_NUL)] = None,
+    limit: Limit = 100,
+    offset: Offset = 0,
 ) -> TenantList:
     async with registry_transaction(resources.sessions) as session:
-        found = await list_tenants(session, limit=limit, offset=offset)
-        return TenantList(items=[TenantOut.of(t) for t in found], limit=limit, offset=offset)
+        found, total = await admin_tenants.tenant_page(
+            session, status=status, tier=tier, limit=limit, offset=offset
+        )
+        counts = await admin_tenants.counts_of(session, [t.id for t in found])
+        items = [TenantOut.of(t, counts[t.id]) for t in found]
+    return TenantList(items=items, total=total, limit=limit, offset=offset)
 
 
-@router.post("/tenants", status_code=201, responses={200: {"model": TenantOut}})
+@router.post(
+    "/tenants",
+    status_code=201,
+    summary="Create a tenant (idempotent)",
+    responses={
+        200: {"model": TenantOut, "description": "It existed: nothing changed"},
+        **WITH_BODY,
+    },
+)
 async def create(
-    body: TenantIn, _caller: AdminCaller, resources: ResourcesDep, response: Response
-) -> TenantOut:
-    """Create a tenant; creating one that exists changes nothing (200)."""
-    _known_tier(body.tier, resources.settings.rate_limit_tiers)
-    async with registry_transaction(resources.sessions) as session:
-        tenant, created = await create_tenant(session, body.id, name=body.name, tier=body.tier)
-        response.status_code = status.HTTP_201_CREATED if created else status.HTTP_200_OK
-        return TenantOut.of(tenant)
-
-
-@router.patch("/tenants/{tenant_id}")
-async def change(
-    tenant_id: Annotated[str, Path(pattern=TENANT_ID_PATTERN)],
-    body: TenantPatch,
-    _caller: AdminCaller,
+    body: Annotated[TenantIn, Body(openapi_examples=examples.TENANT_CREATE)],
+    caller: AdminCaller,
     resources: ResourcesDep,
+    response: Response,
 ) -> TenantOut:
-    """Change a tenant's tier or suspend/reactivate it."""
     _known_tier(body.tier, resources.settings.rate_limit_tiers)
     async with registry_transaction(resources.sessions) as session:
-        tenant = await update_tenant(session, tenant_id, tier=body.tier, status=body.status)
+        tenant, created = await admin_tenants.create(
+            session, _actor(caller), body.id, name=body.name, tier=body.tier
+        )
+        response.status_code = status.HTTP_201_CREATED if created else status.HTTP_200_OK
         out = TenantOut.of(tenant)
-    resources.tenants.forget(tenant_id)
+    resources.tenants.forget(body.id)  # a lookup may have cached its absence
     return out
 
 
-@router.get("/tenants/{tenant_id}/stats")
-async def stats(
-    tenant_id: Annotated[str, Path(pattern=TENANT_ID_PATTERN)],
+@router.get("/tenants/{tenant_id}", summary="Read a tenant", responses=errors(404))
+async def read(tenant_id: TenantPath, _caller: AdminCaller, resources: ResourcesDep) -> TenantOut:
+    async with registry_transaction(resources.sessions) as session:
+        tenant = await get_tenant(session, tenant_id)
+        counts = await admin_tenants.counts_of(session, [tenant_id])
+        return TenantOut.of(tenant, counts[tenant_id])
+
+
+async def _update(
+    resources: Resources, caller: Caller, tenant_id: str, patch: TenantPatch
+) -> TenantOut:
+    _known_tier(patch.tier, resources.settings.rate_limit_tiers)
+    async with registry_transaction(resources.sessions) as session:
+        tenant = await admin_tenants.update(
+            session,
+            _actor(caller),
+            tenant_id,
+            name=patch.name,
+            tier=patch.tier,
+            status=patch.status,
+        )
+        out = TenantOut.of(tenant)
+    resources.tenants.forget(tenant_id)  # a suspension applies to the very next request
+    return out
+
+
+@router.patch(
+    "/tenants/{tenant_id}",
+    summary="Rename, re-tier, suspend or activate",
+    responses={**errors(404), **WITH_BODY},
+)
+async def change(
+    tenant_id: TenantPath,
+    body: Annotated[TenantPatch, Body(openapi_examples=examples.TENANT_PATCH)],
+    caller: AdminCaller,
+    resources: ResourcesDep,
+) -> TenantOut:
+    return await _update(resources, caller, tenant_id, body)
+
+
+@router.post("/tenants/{tenant_id}/suspend", summary="Suspend a tenant", responses=errors(404))
+async def suspend(tenant_id: TenantPath, caller: AdminCaller, resources: ResourcesDep) -> TenantOut:
+    """Its tokens get 403 until it is activated again; its data stays."""
+    return await _update(resources, caller, tenant_id, TenantPatch(status="suspended"))
+
+
+@router.post("/tenants/{tenant_id}/activate", summary="Activate a tenant", responses=errors(404))
+async def activate(
+    tenant_id: TenantPath, caller: AdminCaller, resources: ResourcesDep
+) -> TenantOut:
+    return await _update(resources, caller, tenant_id, TenantPatch(status="active"))
+
+
+@router.delete(
+    "/tenants/{tenant_id}",
+    status_code=204,
+    summary="Delete a suspended tenant and all its documents",
+    responses=errors(404, 409),
+)
+async def remove(
+    tenant_id: TenantPath,
+    caller: AdminCaller,
+    resources: ResourcesDep,
+    confirm: Annotated[str, Query(description="The tenant id again.", examples=["acme"])],
+) -> None:
+    """Deletes its collections, documents, chunks and usage counters; cannot be undone.
+    The tenant must be suspended first (409 otherwise) and `confirm` repeat its id (422)."""
+    async with registry_transaction(resources.sessions) as session:
+        await admin_tenants.delete_tenant(session, _actor(caller), tenant_id, confirm=confirm)
+    resources.tenants.forget(tenant_id)
+
+
+@router.get("/tenants/{tenant_id}/stats", summary="A tenant's statistics", responses=errors(404))
+async def stats(tenant_id: TenantPath, _caller: AdminCaller, resources: ResourcesDep) -> StatsOut:
+    """Documents, chunks by embedding model, storage, and traffic in the last hour and day."""
+    await resources.usage.flush(resources.sessions)
+    return StatsOut.of(tenant_id, await statistics(resources.sessions, tenant_id))
+
+
+@router.get("/audit", summary="The audit log of admin actions, newest first")
+async def audit(
     _caller: AdminCaller,
     resources: ResourcesDep,
-) -> StatsOut:
-    """Documents, chunks, collections and chunks per embedding model of one tenant."""
+    tenant_id: Annotated[str | None, Query(max_length=64, pattern=NO_NUL)] = None,
+    action: Annotated[
+        str | None, Query(max_length=64, pattern=NO_NUL, examples=["tenant.suspend"])
+    ] = None,
+    actor: Annotated[str | None, Query(max_length=256, pattern=NO_NUL)] = None,
+    limit: Limit = 100,
+    offset: Offset = 0,
+) -> AuditList:
     async with registry_transaction(resources.sessions) as session:
-        await get_tenant(session, tenant_id)
-    async with tenant_transaction(resources.sessions, tenant_id) as session:
-        found = await tenant_stats(session)
-    return StatsOut(
-        tenant_id=tenant_id,
-        documents=found.documents,
-        chunks=found.chunks,
-        collections=found.collections,
-        chunks_by_model=found.chunks_by_model,
-    )
+        found, total = await entries(
+            session, tenant_id=tenant_id, action=action, actor=actor, limit=limit, offset=offset
+        )
+    return AuditList(items=[AuditOut.of(e) for e in found], total=total, limit=limit, offset=offset)

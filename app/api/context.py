@@ -5,10 +5,12 @@ from __future__ import annotations
 import uuid
 from typing import Annotated, Self
 
-from fastapi import APIRouter
+from fastapi import APIRouter, Body
 from pydantic import BaseModel, Field
 
+from app.api import examples
 from app.api.deps import ResourcesDep, SearchCaller
+from app.api.openapi import GATED, WITH_BODY
 from app.api.search import request_of
 from app.api.search_models import ChunkOut, SearchIn, Timings
 from app.citations import (
@@ -20,7 +22,7 @@ from app.citations import (
 )
 from app.retrieval import ContextOutcome, retrieve_context
 
-router = APIRouter(prefix="/api/rag", tags=["context"])
+router = APIRouter(prefix="/api/rag", tags=["context"], responses=GATED)
 
 
 class ContextIn(SearchIn):
@@ -102,11 +104,14 @@ class ContextOut(BaseModel):
         )
 
 
-@router.post("/context")
+@router.post("/context", summary="Build a cited context block for a prompt", responses=WITH_BODY)
 async def build_context(
-    body: ContextIn, caller: SearchCaller, resources: ResourcesDep
+    body: Annotated[ContextIn, Body(openapi_examples=examples.CONTEXT)],
+    caller: SearchCaller,
+    resources: ResourcesDep,
 ) -> ContextOut:
     """The most relevant chunks as a numbered context block with citations."""
+    resources.usage.record(caller.tenant_id, "searches")
     outcome = await retrieve_context(
         resources.sessions,
         resources.embedder,

@@ -10,9 +10,11 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from typing import Annotated
 
-from fastapi import Depends, Header, Request
+from fastapi import Depends, Header, Request, Security
+from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
 from app.api.middleware import RATE_LIMIT_HEADERS_STATE
+from app.api.openapi import BEARER_DESCRIPTION, BEARER_SCHEME
 from app.auth import SCOPE_ADMIN, SCOPE_INGEST, SCOPE_SEARCH
 from app.gate import Caller, admit, spend
 from app.ratelimit import raise_if_denied, rate_limit_headers
@@ -38,7 +40,15 @@ async def get_resources(request: Request) -> Resources:
 
 ResourcesDep = Annotated[Resources, Depends(get_resources)]
 AuthorizationHeader = Annotated[str | None, Header(include_in_schema=False)]
-TenantHeader = Annotated[str | None, Header(description="Act for this tenant.")]
+TenantHeader = Annotated[
+    str | None, Header(description="Act for this tenant (another one needs rag:admin).")
+]
+# Declares the bearer scheme on every gated operation (Swagger UI's Authorize button); the
+# gate itself reads the raw header, to say precisely what is wrong with it.
+BEARER = HTTPBearer(
+    bearerFormat="JWT", scheme_name=BEARER_SCHEME, description=BEARER_DESCRIPTION, auto_error=False
+)
+BearerDeclared = Annotated[HTTPAuthorizationCredentials | None, Security(BEARER)]
 
 
 def admission(scope: str) -> Callable[..., Awaitable[Caller]]:
@@ -46,6 +56,7 @@ def admission(scope: str) -> Callable[..., Awaitable[Caller]]:
 
     async def check(
         resources: ResourcesDep,
+        _bearer: BearerDeclared,
         authorization: AuthorizationHeader = None,
         x_tenant_id: TenantHeader = None,
     ) -> Caller:

@@ -6,9 +6,10 @@ import json
 import uuid
 from typing import Annotated
 
-from fastapi import APIRouter, File, Form, Query, Response, UploadFile, status
+from fastapi import APIRouter, Body, File, Form, Query, Response, UploadFile, status
 from pydantic import JsonValue, ValidationError
 
+from app.api import examples
 from app.api.deps import IngestCaller, ResourcesDep, SearchCaller
 from app.api.documents_models import (
     METADATA,
@@ -25,6 +26,7 @@ from app.api.documents_models import (
     Url,
     to_input,
 )
+from app.api.openapi import GATED, WITH_BODY, errors
 from app.db.tenancy import tenant_transaction
 from app.errors import AppError, PayloadTooLarge, Unprocessable
 from app.ingest.catalog import delete_document, get_document, list_documents
@@ -34,11 +36,12 @@ from app.ingest.store import DEFAULT_COLLECTION
 from app.resources import Resources
 from app.storable import MAX_OFFSET
 
-router = APIRouter(prefix="/api/rag/documents", tags=["documents"])
+router = APIRouter(prefix="/api/rag/documents", tags=["documents"], responses=GATED)
 UPLOAD_CHUNK = 1024 * 1024
 
 
 async def _ingest(resources: Resources, tenant_id: str, document: DocumentInput) -> IngestOut:
+    resources.usage.record(tenant_id, "ingests")
     result = await ingest_document(
         resources.sessions,
         resources.embedder,
@@ -49,9 +52,17 @@ async def _ingest(resources: Resources, tenant_id: str, document: DocumentInput)
     return IngestOut.from_result(result)
 
 
-@router.post("", status_code=201, responses={200: {"model": IngestOut}})
+@router.post(
+    "",
+    status_code=201,
+    summary="Ingest one document (JSON)",
+    responses={200: {"model": IngestOut, "description": "Unchanged"}, **WITH_BODY, **errors(415)},
+)
 async def create_document(
-    body: DocumentIn, caller: IngestCaller, resources: ResourcesDep, response: Response
+    body: Annotated[DocumentIn, Body(openapi_examples=examples.DOCUMENT)],
+    caller: IngestCaller,
+    resources: ResourcesDep,
+    response: Response,
 ) -> IngestOut:
     """Ingest one document; the same `external_id` again updates it (200 if unchanged)."""
     out = await _ingest(resources, caller.tenant_id, to_input(body))
@@ -59,15 +70,18 @@ async def create_document(
     return out
 
 
-@router.post("/batch")
+@router.post("/batch", summary="Ingest several documents", responses=WITH_BODY)
 async def create_documents(
-    body: BatchIn, caller: IngestCaller, resources: ResourcesDep
+    body: Annotated[BatchIn, Body(openapi_examples=examples.BATCH)],
+    caller: IngestCaller,
+    resources: ResourcesDep,
 ) -> BatchOut:
     """Ingest several documents together (one embedding call, one write transaction); each
     document is still all-or-nothing, and failures are reported per item."""
     limit = resources.settings.batch_max_documents
     if len(body.documents) > limit:
         raise PayloadTooLarge(f"a batch holds at most {limit} documents (RAG_BATCH_MAX_DOCUMENTS)")
+    resources.usage.record(caller.tenant_id, "ingests", len(body.documents))
     outcomes = await ingest_documents(
         resources.sessions,
         resources.embedder,
@@ -85,7 +99,12 @@ async def create_documents(
     return BatchOut.of(items)
 
 
-@router.post("/upload", status_code=201, responses={200: {"model": IngestOut}})
+@router.post(
+    "/upload",
+    status_code=201,
+    summary="Ingest a file (PDF, markdown, HTML, text)",
+    responses={200: {"model": IngestOut, "description": "Unchanged"}, **WITH_BODY, **errors(415)},
+)
 async def upload_document(
     caller: IngestCaller,
     resources: ResourcesDep,
@@ -140,7 +159,7 @@ def _metadata_form(raw: str | None) -> dict[str, JsonValue]:
         raise Unprocessable(f"metadata: {error.errors()[0]['msg']}") from None
 
 
-@router.get("")
+@router.get("", summary="List the tenant's documents")
 async def list_all(
     caller: SearchCaller,
     resources: ResourcesDep,
@@ -157,7 +176,7 @@ async def list_all(
     )
 
 
-@router.get("/{document_id}")
+@router.get("/{document_id}", summary="Read a document", responses=errors(404))
 async def read(
     document_id: uuid.UUID, caller: SearchCaller, resources: ResourcesDep
 ) -> DocumentOut:
@@ -165,7 +184,9 @@ async def read(
         return DocumentOut.of(await get_document(session, document_id))
 
 
-@router.delete("/{document_id}", status_code=204)
+@router.delete(
+    "/{document_id}", status_code=204, summary="Delete a document", responses=errors(404)
+)
 async def delete(document_id: uuid.UUID, caller: IngestCaller, resources: ResourcesDep) -> None:
     """Delete a document and its chunks."""
     async with tenant_transaction(resources.sessions, caller.tenant_id) as session:

@@ -32,13 +32,23 @@ class Readiness(BaseModel):
     checks: dict[str, Check]
 
 
-@router.get("/healthz")
+@router.get("/healthz", summary="Liveness")
 async def healthz() -> Health:
     """The process is up and serving."""
     return Health(status="ok")
 
 
-@router.get("/readyz", responses={503: {"model": Readiness}})
+@router.get(
+    "/readyz",
+    summary="Readiness: database, Redis, embedder",
+    responses={
+        503: {
+            "model": Readiness,
+            "description": "A dependency does not answer",
+            "headers": {"Retry-After": {"schema": {"type": "integer"}}},
+        }
+    },
+)
 async def readyz(resources: ResourcesDep, response: Response) -> Readiness:
     """The database, Redis (when configured) and the embedder answer."""
     checks = {"database": await _timed(_ping_database(resources))}

@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
-from fastapi import APIRouter
+from typing import Annotated
 
+from fastapi import APIRouter, Body
+
+from app.api import examples
 from app.api.deps import ResourcesDep, SearchCaller
+from app.api.openapi import GATED, WITH_BODY
 from app.api.search_models import SearchIn, SearchOut, to_filters
 from app.resources import Resources
 from app.retrieval import SearchRequest, search, search_request
 
-router = APIRouter(prefix="/api/rag", tags=["search"])
+router = APIRouter(prefix="/api/rag", tags=["search"], responses=GATED)
 
 
 def request_of(resources: Resources, body: SearchIn) -> SearchRequest:
@@ -29,10 +33,15 @@ def request_of(resources: Resources, body: SearchIn) -> SearchRequest:
     )
 
 
-@router.post("/search")
-async def search_chunks(body: SearchIn, caller: SearchCaller, resources: ResourcesDep) -> SearchOut:
+@router.post("/search", summary="Search the tenant's chunks", responses=WITH_BODY)
+async def search_chunks(
+    body: Annotated[SearchIn, Body(openapi_examples=examples.SEARCH)],
+    caller: SearchCaller,
+    resources: ResourcesDep,
+) -> SearchOut:
     """The tenant's most relevant chunks, each with its source."""
     request = request_of(resources, body)
+    resources.usage.record(caller.tenant_id, "searches")
     outcome = await search(
         resources.sessions,
         resources.embedder,

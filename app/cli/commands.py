@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from app import __version__
-from app.cli import bm25, data, documents, evaluate, indexes, mcp
+from app.cli import bm25, data, documents, evaluate, indexes, mcp, tenants
 from app.cli.options import Remote, TokenOption, UrlOption, remote
 
 if TYPE_CHECKING:
@@ -29,6 +29,10 @@ app.add_typer(tenant_app, name="tenant")
 app.add_typer(documents.documents_app, name="documents")
 app.add_typer(bm25.bm25_app, name="bm25")
 app.command(name="eval")(evaluate.evaluate_command)
+tenant_app.command("list")(tenants.tenant_list)
+tenant_app.command("suspend")(tenants.tenant_suspend)
+tenant_app.command("activate")(tenants.tenant_activate)
+tenant_app.command("delete")(tenants.tenant_delete)
 app.command()(data.ingest)
 app.command()(data.search)
 app.command()(data.context)

@@ -16,6 +16,7 @@ from sqlalchemy import (
     Dialect,
     ForeignKey,
     ForeignKeyConstraint,
+    Identity,
     Index,
     Integer,
     MetaData,
@@ -226,6 +227,39 @@ class Bm25Term(Base):
     )
     lexeme: Mapped[str] = mapped_column(Text, primary_key=True)
     df: Mapped[int] = mapped_column(Integer, nullable=False)
+
+
+class AuditEntry(Base):
+    """One admin action: who, when, what, and the target before and after. Registry-side (no
+    RLS); the runtime role may insert and read, never change or delete."""
+
+    __tablename__ = "audit_log"
+    __table_args__ = (Index(None, "tenant_id", "id"), Index(None, "action", "id"))
+
+    id: Mapped[int] = mapped_column(BigInteger, Identity(), primary_key=True)
+    at: Mapped[datetime] = mapped_column(
+        DateTime(timezone=True), server_default=func.now(), nullable=False
+    )
+    actor_subject: Mapped[str] = mapped_column(Text, nullable=False)
+    actor_tenant_id: Mapped[str | None] = mapped_column(String(64))
+    action: Mapped[str] = mapped_column(String(64), nullable=False)
+    tenant_id: Mapped[str | None] = mapped_column(String(64))
+    before: Mapped[dict[str, Any] | None] = mapped_column(JSONB)
+    after: Mapped[dict[str, Any] | None] = mapped_column(JSONB)
+
+
+class TenantUsage(Base):
+    """Searches, ingests and rate-limit rejections of one tenant in one 5-minute bucket.
+    Registry-side counters (no content, no RLS), written in batches by app/usage.py."""
+
+    __tablename__ = "tenant_usage"
+    __table_args__ = (Index(None, "bucket"),)
+
+    tenant_id: Mapped[str] = mapped_column(String(64), primary_key=True)
+    bucket: Mapped[datetime] = mapped_column(DateTime(timezone=True), primary_key=True)
+    searches: Mapped[int] = mapped_column(BigInteger, nullable=False, server_default="0")
+    ingests: Mapped[int] = mapped_column(BigInteger, nullable=False, server_default="0")
+    rate_limited: Mapped[int] = mapped_column(BigInteger, nullable=False, server_default="0")
 
 
 TENANT_OWNED_TABLES = ("collections", "documents", "chunks", "bm25_corpus", "bm25_terms")

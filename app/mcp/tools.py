@@ -50,6 +50,7 @@ Collections = Annotated[
 
 
 async def _search(resources: Resources, tenant_id: str, request: SearchRequest) -> SearchOutcome:
+    resources.usage.record(tenant_id, "searches")
     return await search(
         resources.sessions,
         resources.embedder,
@@ -147,6 +148,7 @@ async def get_context(
         top_k=max_results,
         filters=SearchFilters(collections=collections),
     )
+    res.usage.record(access.caller.tenant_id, "searches")
     outcome = await retrieve_context(
         res.sessions,
         res.embedder,

@@ -1,0 +1,1 @@
+"""Administration: tenant lifecycle with an audit trail, per-tenant statistics."""

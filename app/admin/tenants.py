@@ -1,0 +1,121 @@
+"""Admin actions on tenants. Each change and its audit entry commit together or not at all."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from sqlalchemy import delete, func, select, text
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from app.admin.audit import Actor, record, tenant_snapshot
+from app.db.models import Document, Tenant
+from app.errors import Conflict, Unprocessable
+from app.tenants import create_tenant, get_tenant
+from app.usage import forget_tenant
+
+
+@dataclass(frozen=True, slots=True)
+class TenantCounts:
+    documents: int
+    chunks: int
+
+
+async def tenant_page(
+    session: AsyncSession,
+    *,
+    status: str | None,
+    tier: str | None,
+    limit: int,
+    offset: int,
+) -> tuple[Sequence[Tenant], int]:
+    stmt = select(Tenant)
+    if status is not None:
+        stmt = stmt.where(Tenant.status == status)
+    if tier is not None:
+        stmt = stmt.where(Tenant.tier == tier)
+    total = await session.scalar(select(func.count()).select_from(stmt.subquery())) or 0
+    found = await session.scalars(stmt.order_by(Tenant.id).limit(limit).offset(offset))
+    return found.all(), total
+
+
+async def counts_of(session: AsyncSession, tenant_ids: Sequence[str]) -> dict[str, TenantCounts]:
+    """Documents and chunks per tenant, each counted under that tenant's own RLS scope (the
+    setting is transaction-local: it ends with the caller's registry transaction)."""
+    counts: dict[str, TenantCounts] = {}
+    stmt = select(func.count(Document.id), func.coalesce(func.sum(Document.chunk_count), 0))
+    for tenant_id in tenant_ids:
+        await session.execute(
+            text("select set_config('app.tenant_id', :t, true)"), {"t": tenant_id}
+        )
+        documents, chunks = (await session.execute(stmt)).one()
+        counts[tenant_id] = TenantCounts(int(documents), int(chunks))
+    await session.execute(text("select set_config('app.tenant_id', '', true)"))
+    return counts
+
+
+async def create(
+    session: AsyncSession, actor: Actor, tenant_id: str, *, name: str | None, tier: str
+) -> tuple[Tenant, bool]:
+    tenant, created = await create_tenant(session, tenant_id, name=name, tier=tier)
+    if created:
+        await record(
+            session,
+            actor,
+            "tenant.create",
+            tenant_id=tenant_id,
+            before=None,
+            after=tenant_snapshot(tenant),
+        )
+    return tenant, created
+
+
+async def update(
+    session: AsyncSession,
+    actor: Actor,
+    tenant_id: str,
+    *,
+    name: str | None = None,
+    tier: str | None = None,
+    status: str | None = None,
+) -> Tenant:
+    """Change what is given; an entry in the audit log when something changed."""
+    tenant = await get_tenant(session, tenant_id)
+    before = tenant_snapshot(tenant)
+    for field, value in (("name", name), ("tier", tier), ("status", status)):
+        if value is not None:
+            setattr(tenant, field, value)
+    await session.flush()
+    await session.refresh(tenant)
+    after = tenant_snapshot(tenant)
+    if after != before:
+        await record(
+            session, actor, _action(before, after), tenant_id=tenant_id, before=before, after=after
+        )
+    return tenant
+
+
+def _action(before: dict[str, object], after: dict[str, object]) -> str:
+    changed = {key for key in after if after[key] != before[key]}
+    if changed == {"status"}:
+        return "tenant.suspend" if after["status"] == "suspended" else "tenant.activate"
+    return "tenant.update"
+
+
+async def delete_tenant(
+    session: AsyncSession, actor: Actor, tenant_id: str, *, confirm: str
+) -> None:
+    """Delete a suspended tenant with its collections, documents and chunks (the foreign
+    keys cascade) and its usage counters; `confirm` must repeat its id."""
+    if confirm != tenant_id:
+        raise Unprocessable(
+            "confirm must repeat the tenant id to delete",
+            extra={"errors": [{"field": "confirm", "message": "must equal the tenant id"}]},
+        )
+    tenant = await get_tenant(session, tenant_id)
+    if tenant.status != "suspended":
+        raise Conflict(f"tenant {tenant_id!r} is active: suspend it before deleting it")
+    before = tenant_snapshot(tenant)
+    await session.execute(delete(Tenant).where(Tenant.id == tenant_id))
+    await forget_tenant(session, tenant_id)
+    await record(session, actor, "tenant.delete", tenant_id=tenant_id, before=before, after=None)

@@ -1,0 +1,112 @@
+"""Request examples for the OpenAPI explorer: real bodies that work as they are.
+
+The first example of each body is what Swagger UI's "Try it out" starts from; the markdown
+document below is what the search examples find (collection `handbook`, team `sre`).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi.openapi.models import Example
+
+MARKDOWN_DOCUMENT: dict[str, Any] = {
+    "title": "Operations guide",
+    "external_id": "ops-guide",
+    "collection": "handbook",
+    "source_type": "markdown",
+    "source_url": "https://example.com/ops",
+    "metadata": {"team": "sre", "year": 2026},
+    "content": "# Operations guide\n\n## Backups\n\nBackups run nightly at 02:00 UTC and are "
+    "kept for 30 days.\n\n## On call\n\nThe on-call engineer answers pages within 15 minutes.",
+}
+
+SEARCH: dict[str, Example] = {
+    "filtered": Example(
+        summary="Hybrid search with filters",
+        description="Collections, metadata conditions and source types narrow the search.",
+        value={
+            "query": "when do backups run?",
+            "mode": "hybrid",
+            "max_results": 5,
+            "collections": ["handbook"],
+            "filters": {
+                "metadata": {"team": "sre", "year": {"gte": 2025}},
+                "source_types": ["markdown"],
+            },
+        },
+    ),
+    "simple": Example(summary="Plain vector search", value={"query": "on-call response time"}),
+    "keyword": Example(
+        summary="Keyword search: quotes and -word as in web search",
+        value={"query": '"nightly" backups -weekly', "mode": "keyword", "max_results": 10},
+    ),
+}
+
+CONTEXT: dict[str, Example] = {
+    "numbered": Example(
+        summary="Numbered context within 1500 tokens",
+        value={
+            "query": "when do backups run?",
+            "style": "numbered",
+            "max_tokens": 1500,
+            "max_results": 10,
+            "collections": ["handbook"],
+        },
+    ),
+    "inline": Example(
+        summary="Inline citations, hybrid search",
+        value={"query": "who answers pages?", "style": "inline", "mode": "hybrid"},
+    ),
+}
+
+DOCUMENT: dict[str, Example] = {
+    "markdown": Example(
+        summary="A markdown document (headings become the section path)",
+        value=MARKDOWN_DOCUMENT,
+    ),
+    "text": Example(
+        summary="Plain text, identified by its content hash",
+        value={"title": "Release note", "content": "Version 2.4 adds hybrid search."},
+    ),
+    "html": Example(
+        summary="An HTML page",
+        value={
+            "title": "Status page",
+            "external_id": "status",
+            "source_type": "html",
+            "content": "<h1>Status</h1><p>All systems operational.</p>",
+        },
+    ),
+}
+
+BATCH: dict[str, Example] = {
+    "two": Example(
+        summary="Two documents in one call",
+        value={
+            "documents": [
+                MARKDOWN_DOCUMENT,
+                {
+                    "title": "Security policy",
+                    "external_id": "security-policy",
+                    "collection": "handbook",
+                    "content": "Passwords rotate every 90 days. Report incidents to security.",
+                    "metadata": {"team": "security"},
+                },
+            ]
+        },
+    )
+}
+
+TENANT_CREATE: dict[str, Example] = {
+    "basic": Example(
+        summary="A tenant on the basic tier",
+        value={"id": "acme", "name": "Acme Corp.", "tier": "basic"},
+    )
+}
+
+TENANT_PATCH: dict[str, Example] = {
+    "retier": Example(summary="Move to another tier", value={"tier": "pro"}),
+    "suspend": Example(summary="Suspend", value={"status": "suspended"}),
+    "rename": Example(summary="Rename", value={"name": "Acme Corporation"}),
+}

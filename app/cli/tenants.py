@@ -1,0 +1,115 @@
+"""`rag tenant list|suspend|activate|delete`: the admin API's services, on the local database.
+
+Changes are written to the audit log with the actor `cli:<user>`, like the API's. The
+database layer is imported inside the commands: `rag tenant --help` stays fast.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import getpass
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Annotated, TypeVar
+
+import typer
+
+if TYPE_CHECKING:
+    from sqlalchemy.ext.asyncio import AsyncSession
+
+    from app.admin.audit import Actor
+
+T = TypeVar("T")
+TenantArg = Annotated[str, typer.Argument(metavar="ID", help="Tenant id.")]
+
+
+def _actor() -> Actor:
+    from app.admin.audit import Actor
+
+    return Actor(subject=f"cli:{getpass.getuser()}")
+
+
+def _run(action: Callable[[AsyncSession], Awaitable[T]]) -> T:
+    from app.cli.database import database_settings
+    from app.cli.settings import load_settings
+    from app.db.engine import create_engine, create_sessionmaker
+    from app.db.tenancy import registry_transaction
+    from app.errors import AppError
+
+    async def run() -> T:
+        assert ready.database_url is not None
+        engine = create_engine(ready.database_url.get_secret_value(), pool_size=1)
+        try:
+            async with registry_transaction(create_sessionmaker(engine)) as session:
+                return await action(session)
+        finally:
+            await engine.dispose()
+
+    with database_settings(load_settings()) as ready:
+        try:
+            return asyncio.run(run())
+        except AppError as error:
+            typer.echo(f"{error.title}: {error.detail}", err=True)
+            raise typer.Exit(1) from None
+
+
+def tenant_list(
+    status: Annotated[str | None, typer.Option(help="active or suspended.")] = None,
+    tier: Annotated[str | None, typer.Option(help="Only this tier.")] = None,
+    limit: Annotated[int, typer.Option(min=1, max=500)] = 100,
+    offset: Annotated[int, typer.Option(min=0)] = 0,
+) -> None:
+    """List tenants with their document and chunk counts."""
+    from app.admin import tenants as admin_tenants
+
+    async def rows(session: AsyncSession) -> list[str]:
+        found, total = await admin_tenants.tenant_page(
+            session, status=status, tier=tier, limit=limit, offset=offset
+        )
+        counts = await admin_tenants.counts_of(session, [t.id for t in found])
+        lines = [
+            f"{t.id}\t{t.status}\t{t.tier}\t{counts[t.id].documents}\t{counts[t.id].chunks}"
+            for t in found
+        ]
+        return ["id\tstatus\ttier\tdocuments\tchunks", *lines, f"({total} in all)"]
+
+    for line in _run(rows):
+        typer.echo(line)
+
+
+def _set_status(tenant_id: str, status: str) -> None:
+    from app.admin import tenants as admin_tenants
+
+    async def change(session: AsyncSession) -> None:
+        await admin_tenants.update(session, _actor(), tenant_id, status=status)
+
+    _run(change)
+    typer.echo(f"tenant {tenant_id} {status}", err=True)
+
+
+def tenant_suspend(tenant_id: TenantArg) -> None:
+    """Suspend a tenant: its tokens get 403 (within RAG_TENANT_CACHE_SECONDS); data stays."""
+    _set_status(tenant_id, "suspended")
+
+
+def tenant_activate(tenant_id: TenantArg) -> None:
+    """Activate a suspended tenant."""
+    _set_status(tenant_id, "active")
+
+
+def tenant_delete(
+    tenant_id: TenantArg,
+    confirm: Annotated[
+        str | None, typer.Option(help="The tenant id again (asked for when not given).")
+    ] = None,
+) -> None:
+    """Delete a suspended tenant with all its documents. Cannot be undone."""
+    if confirm is None:
+        confirm = typer.prompt(f"type {tenant_id} to delete it and all its documents")
+
+    from app.admin import tenants as admin_tenants
+
+    async def remove(session: AsyncSession) -> None:
+        await admin_tenants.delete_tenant(session, _actor(), tenant_id, confirm=confirm or "")
+
+    _run(remove)
+    typer.echo(f"tenant {tenant_id} deleted", err=True)

@@ -1,0 +1,69 @@
+"""`rag tenant list|suspend|activate|delete` against the test database (separate processes),
+recorded in the audit log with the actor cli:<user>."""
+
+from __future__ import annotations
+
+import asyncio
+import getpass
+import os
+import subprocess
+import sys
+import uuid
+
+from sqlalchemy.ext.asyncio import AsyncEngine, async_sessionmaker
+
+from app.admin.audit import entries
+from app.db.tenancy import registry_transaction
+from app.settings import Settings
+from app.tenants import create_tenant
+
+RAG = [sys.executable, "-m", "app.cli.main"]
+
+
+async def rag(settings: Settings, *args: str) -> subprocess.CompletedProcess[str]:
+    assert settings.database_url is not None
+    clean = {k: v for k, v in os.environ.items() if not k.startswith("RAG_")}
+    env = {**clean, "RAG_DATABASE_URL": settings.database_url.get_secret_value()}
+    return await asyncio.to_thread(
+        subprocess.run, [*RAG, *args], env=env, capture_output=True, text=True, timeout=120
+    )
+
+
+async def test_tenant_commands_change_tenants_and_are_audited(
+    settings: Settings, app_engine: AsyncEngine
+) -> None:
+    sessions = async_sessionmaker(app_engine, expire_on_commit=False)
+    tenant_id = f"t-cli-{uuid.uuid4().hex[:8]}"
+    async with registry_transaction(sessions) as session:
+        await create_tenant(session, tenant_id, tier="pro")
+
+    listed = await rag(settings, "tenant", "list", "--tier", "pro", "--limit", "500")
+    assert listed.returncode == 0, listed.stderr
+    assert f"{tenant_id}\tactive\tpro\t0\t0" in listed.stdout.splitlines()
+
+    assert (await rag(settings, "tenant", "suspend", tenant_id)).returncode == 0
+    suspended = await rag(settings, "tenant", "list", "--status", "suspended", "--limit", "500")
+    assert tenant_id in suspended.stdout
+    assert (await rag(settings, "tenant", "activate", tenant_id)).returncode == 0
+
+    refused = await rag(settings, "tenant", "delete", tenant_id, "--confirm", tenant_id)
+    assert refused.returncode == 1
+    assert "suspend it before deleting" in refused.stderr
+    await rag(settings, "tenant", "suspend", tenant_id)
+    wrong = await rag(settings, "tenant", "delete", tenant_id, "--confirm", "nope")
+    assert wrong.returncode == 1
+    deleted = await rag(settings, "tenant", "delete", tenant_id, "--confirm", tenant_id)
+    assert deleted.returncode == 0, deleted.stderr
+    gone = await rag(settings, "tenant", "suspend", tenant_id)
+    assert gone.returncode == 1
+    assert "does not exist" in gone.stderr
+
+    async with registry_transaction(sessions) as session:
+        found, _total = await entries(session, tenant_id=tenant_id, limit=10, offset=0)
+    assert [e.action for e in reversed(found)] == [
+        "tenant.suspend",
+        "tenant.activate",
+        "tenant.suspend",
+        "tenant.delete",
+    ]
+    assert {e.actor_subject for e in found} == {f"cli:{getpass.getuser()}"}
