@@ -9,12 +9,14 @@ from fastapi import FastAPI
 
 import app.db.tenancy  # noqa: F401  (registers the tenant hook once)
 from app import __version__
-from app.api import admin, context, documents, health, mcp, metrics, search
+from app.api import admin, context, documents, health, jobs, mcp, metrics, search
 from app.api.middleware import BodyLimit, RateLimitHeaders
 from app.api.problems import install_error_handlers
 from app.embeddings import Embedder
+from app.jobs.queue import background_workers
+from app.jobs.runner import JobServices
 from app.mcp.http import serve_http
-from app.resources import open_resources
+from app.resources import Resources, open_resources
 from app.settings import Settings
 
 
@@ -27,6 +29,7 @@ def create_app(settings: Settings | None = None, *, embedder: Embedder | None = 
         async with (
             open_resources(settings, embedder=embedder) as resources,
             serve_http(settings, resources.embedder.model_id) as mcp_http,
+            background_workers(settings, job_services(resources), concurrency=settings.job_workers),
         ):
             yield {"resources": resources, "mcp": mcp_http}
 
@@ -38,7 +41,20 @@ def create_app(settings: Settings | None = None, *, embedder: Embedder | None = 
     )
     install_error_handlers(app)
     app.add_middleware(RateLimitHeaders)
-    app.add_middleware(BodyLimit, max_bytes=settings.upload_max_bytes)
-    for module in (health, metrics, documents, search, context, admin, mcp):
+    app.add_middleware(
+        BodyLimit,
+        max_bytes=settings.upload_max_bytes,
+        per_path={jobs.PATH: settings.job_max_request_bytes},
+    )
+    for module in (health, metrics, documents, jobs, search, context, admin, mcp):
         app.include_router(module.router)
     return app
+
+
+def job_services(resources: Resources) -> JobServices:
+    return JobServices(
+        sessions=resources.sessions,
+        embedder=resources.embedder,
+        chunker=resources.chunker,
+        turn_documents=resources.settings.job_turn_documents,
+    )

@@ -10,7 +10,7 @@ from typing import Annotated
 
 import typer
 
-from app.cli import data, indexes, mcp
+from app.cli import data, indexes, mcp, worker
 from app.cli.database import database_settings
 from app.cli.settings import load_settings
 from app.db.engine import create_engine, create_sessionmaker
@@ -27,6 +27,7 @@ app.command()(data.search)
 app.command()(data.reindex)
 app.command()(indexes.index)
 app.command()(mcp.mcp)
+app.command()(worker.worker)
 
 
 @app.command()
