@@ -6,6 +6,7 @@ document is removed from the inputs only with its result, and ingest is idempote
 from __future__ import annotations
 
 import json
+import os
 import time
 import uuid
 from collections.abc import Sequence
@@ -190,6 +191,7 @@ def _result(item: Any, outcome: IngestResult | AppError, seconds: float) -> dict
     base: dict[str, Any] = {
         "position": item.position,
         "name": item.name,
+        "worker_pid": os.getpid(),
         "seconds": round(seconds, 3),
     }
     if isinstance(outcome, AppError):

@@ -42,14 +42,14 @@ async def jobs_client(
 async def owner_a(
     jobs_client: AsyncClient, settings: Settings, committed: SessionMaker
 ) -> TenantClient:
-    return await new_tenant(jobs_client, settings, committed)
+    return await new_tenant(jobs_client, settings, committed, tier="enterprise")
 
 
 @pytest.fixture
 async def owner_b(
     jobs_client: AsyncClient, settings: Settings, committed: SessionMaker
 ) -> TenantClient:
-    return await new_tenant(jobs_client, settings, committed)
+    return await new_tenant(jobs_client, settings, committed, tier="enterprise")
 
 
 @asynccontextmanager
@@ -73,7 +73,7 @@ async def wait_for(
     while time.monotonic() < deadline:
         if (found := await check()) is not None:
             return found
-        await asyncio.sleep(0.1)
+        await asyncio.sleep(0.25)
     raise AssertionError(f"not reached within {seconds} s")
 
 

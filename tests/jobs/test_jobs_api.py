@@ -199,3 +199,21 @@ async def test_bad_submissions_are_problems(
     assert [reply.status_code for reply in cases] == [422, 422, 415, 422, 415, 422]
     listed = await jobs_client.get("/api/rag/jobs", headers=h)
     assert listed.json()["total"] == 0
+
+
+async def test_a_small_job_is_not_starved_by_a_large_one(
+    owner_a: TenantClient,
+    owner_b: TenantClient,
+    settings: Settings,
+    committed: SessionMaker,
+    embedder: WordHashEmbedder,
+) -> None:
+    large = await submit(owner_a, files=files(12))
+    small = await submit(owner_b, files=files(1, words="beacon"))
+    async with workers(settings, committed, embedder, turn_documents=2):
+        done_small = await finished(owner_b, small)
+        progress_large = (await job_state(owner_a, large))["progress"]
+        done_large = await finished(owner_a, large)
+    assert done_small["status"] == done_large["status"] == "succeeded"
+    assert progress_large["documents_done"] <= 4  # one turn of the large job, maybe two
+    assert done_small["timings"]["finished_at"] < done_large["timings"]["finished_at"]
