@@ -13,6 +13,7 @@ from app.db.models import Tenant
 from app.db.tenancy import registry_transaction, tenant_transaction
 from app.errors import Unprocessable
 from app.ingest.catalog import tenant_stats
+from app.jobs.store import job_counts
 from app.tenants import TENANT_ID_PATTERN, create_tenant, get_tenant, list_tenants, update_tenant
 
 router = APIRouter(prefix="/api/admin", tags=["admin"])
@@ -58,12 +59,19 @@ class TenantList(BaseModel):
     offset: int
 
 
+class JobsOut(BaseModel):
+    queued: int = Field(description="Ingestion jobs waiting for a worker.")
+    running: int
+    queued_bytes: int = Field(description="Input bytes still to ingest.")
+
+
 class StatsOut(BaseModel):
     tenant_id: str
     documents: int
     chunks: int
     collections: int
     chunks_by_model: dict[str, int] = Field(description="Chunks per embedding model id.")
+    jobs: JobsOut
 
 
 def _known_tier(tier: str | None, tiers: dict[str, int]) -> None:
@@ -125,10 +133,12 @@ async def stats(
         await get_tenant(session, tenant_id)
     async with tenant_transaction(resources.sessions, tenant_id) as session:
         found = await tenant_stats(session)
+        jobs = await job_counts(session)
     return StatsOut(
         tenant_id=tenant_id,
         documents=found.documents,
         chunks=found.chunks,
         collections=found.collections,
         chunks_by_model=found.chunks_by_model,
+        jobs=JobsOut(queued=jobs.queued, running=jobs.running, queued_bytes=jobs.queued_bytes),
     )

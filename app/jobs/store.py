@@ -196,3 +196,24 @@ async def cancel_job(session: AsyncSession, job_id: uuid.UUID) -> JobView:
             {"id": job_id},
         )
     return await get_job(session, job_id)
+
+
+@dataclass(frozen=True, slots=True)
+class JobCounts:
+    queued: int
+    running: int
+    queued_bytes: int
+
+
+async def job_counts(session: AsyncSession) -> JobCounts:
+    """The session tenant's active jobs (RLS scopes the table)."""
+    queued, running, pending = (
+        await session.execute(
+            text(
+                "select count(*) filter (where status = 'queued'),"
+                " count(*) filter (where status = 'running'), coalesce(sum(bytes_pending), 0)"
+                " from ingest_jobs where status in ('queued', 'running')"
+            )
+        )
+    ).one()
+    return JobCounts(int(queued), int(running), int(pending))

@@ -10,7 +10,7 @@ from httpx import AsyncClient
 
 from app.db.tenancy import SessionMaker
 from app.settings import Settings
-from tests.conftest import TenantClient, app_client, new_tenant
+from tests.conftest import TenantClient, app_client, new_tenant, token_for
 from tests.fakes import WordHashEmbedder
 from tests.jobs.conftest import finished, job_state, workers
 
@@ -217,3 +217,19 @@ async def test_a_small_job_is_not_starved_by_a_large_one(
     assert done_small["status"] == done_large["status"] == "succeeded"
     assert progress_large["documents_done"] <= 4  # one turn of the large job, maybe two
     assert done_small["timings"]["finished_at"] < done_large["timings"]["finished_at"]
+
+
+async def test_admin_stats_show_the_tenants_active_jobs(
+    owner_a: TenantClient, owner_b: TenantClient, settings: Settings
+) -> None:
+    job_id = await submit(owner_a, files=files(2))
+    admin = {"Authorization": f"Bearer {token_for(settings, owner_a.tenant_id, 'rag:admin')}"}
+    http = owner_a.http
+    mine = await http.get(f"/api/admin/tenants/{owner_a.tenant_id}/stats", headers=admin)
+    theirs = await http.get(f"/api/admin/tenants/{owner_b.tenant_id}/stats", headers=admin)
+    assert mine.json()["jobs"]["queued"] == 1
+    assert mine.json()["jobs"]["queued_bytes"] > 0
+    assert theirs.json()["jobs"] == {"queued": 0, "running": 0, "queued_bytes": 0}
+    await http.delete(f"/api/rag/jobs/{job_id}", headers=owner_a.headers)
+    after = await http.get(f"/api/admin/tenants/{owner_a.tenant_id}/stats", headers=admin)
+    assert after.json()["jobs"]["queued"] == 0
