@@ -9,14 +9,16 @@ from fastapi import FastAPI
 
 import app.db.tenancy  # noqa: F401  (registers the tenant hook once)
 from app import __version__
-from app.api import admin, context, documents, health, mcp, metrics, search, similar
+from app.api import admin, context, documents, health, jobs, mcp, metrics, search, similar
 from app.api.docs import install_docs
 from app.api.middleware import BodyLimit, RateLimitHeaders
 from app.api.openapi import DESCRIPTION, TAGS, install_openapi
 from app.api.problems import install_error_handlers
 from app.embeddings import Embedder
+from app.jobs.queue import background_workers
+from app.jobs.runner import JobServices
 from app.mcp.http import serve_http
-from app.resources import open_resources
+from app.resources import Resources, open_resources
 from app.settings import Settings
 from app.usage import flushing
 
@@ -33,6 +35,7 @@ def create_app(settings: Settings | None = None, *, embedder: Embedder | None = 
             flushing(
                 resources.usage, resources.sessions, every_seconds=settings.usage_flush_seconds
             ),
+            background_workers(settings, job_services(resources), concurrency=settings.job_workers),
         ):
             yield {"resources": resources, "mcp": mcp_http}
 
@@ -47,9 +50,22 @@ def create_app(settings: Settings | None = None, *, embedder: Embedder | None = 
     )
     install_error_handlers(app)
     app.add_middleware(RateLimitHeaders)
-    app.add_middleware(BodyLimit, max_bytes=settings.upload_max_bytes)
-    for module in (health, metrics, documents, similar, search, context, admin, mcp):
+    app.add_middleware(
+        BodyLimit,
+        max_bytes=settings.upload_max_bytes,
+        per_path={jobs.PATH: settings.job_max_request_bytes},
+    )
+    for module in (health, metrics, documents, jobs, similar, search, context, admin, mcp):
         app.include_router(module.router)
     install_docs(app)
     install_openapi(app)
     return app
+
+
+def job_services(resources: Resources) -> JobServices:
+    return JobServices(
+        sessions=resources.sessions,
+        embedder=resources.embedder,
+        chunker=resources.chunker,
+        turn_documents=resources.settings.job_turn_documents,
+    )

@@ -107,6 +107,16 @@ class Settings(BaseSettings):
     upload_max_bytes: int = Field(default=25 * 1024 * 1024, ge=1024)
     batch_max_documents: int = Field(default=100, ge=1)
 
+    # ingestion jobs (docs/JOBS.md)
+    job_workers: int = Field(default=1, ge=0, le=64)  # in-process workers of `rag serve`
+    job_max_request_bytes: int = Field(default=256 * 1024 * 1024, ge=1024)
+    job_max_documents: int = Field(default=10_000, ge=1)
+    job_max_queued_jobs: int = Field(default=100, ge=1)  # per tenant
+    job_max_queued_bytes: int = Field(default=1024 * 1024 * 1024, ge=1024)  # per tenant
+    job_turn_documents: int = Field(default=8, ge=1)  # then the job yields its worker
+    job_heartbeat_seconds: float = Field(default=10.0, gt=0)
+    job_stalled_seconds: float = Field(default=30.0, gt=0)  # no heartbeat: the job runs again
+
     @field_validator("jwt_algorithms", mode="before")
     @classmethod
     def _split_algorithms(cls, value: object) -> object:

@@ -148,6 +148,9 @@ def settings(database: DatabaseUrls, redis_url: str) -> Settings:
         jwt_secret=SecretStr(JWT_SECRET),
         embedding_provider=EmbeddingProvider.LOCAL,
         embedding_dimensions=DIMENSIONS,
+        job_workers=0,  # tests start job workers themselves (tests/jobs)
+        job_heartbeat_seconds=1,
+        job_stalled_seconds=4,
     )
 
 

@@ -17,6 +17,7 @@ from app.db.indexes import dedicated_index_name
 from app.db.models import Chunk, Collection, Document
 from app.db.tenancy import SessionMaker, registry_transaction, tenant_transaction
 from app.ingest.catalog import TenantStats, tenant_stats
+from app.jobs.store import JobCounts, job_counts
 from app.tenants import get_tenant
 from app.usage import TrafficWindows, traffic
 
@@ -47,6 +48,7 @@ class Statistics:
     content: TenantStats
     storage: Storage
     traffic: TrafficWindows
+    jobs: JobCounts
 
 
 async def statistics(sessions: SessionMaker, tenant_id: str) -> Statistics:
@@ -57,6 +59,7 @@ async def statistics(sessions: SessionMaker, tenant_id: str) -> Statistics:
         dedicated = await session.scalar(_INDEX_SIZE, {"name": dedicated_index_name(tenant_id)})
     async with tenant_transaction(sessions, tenant_id) as session:
         content = await tenant_stats(session)
+        jobs = await job_counts(session)
         rows = {name: await _count(session, name) for name in _TABLES}
     table_bytes = index_bytes = 0.0
     for name, table_size, index_size, live in sizes:
@@ -64,7 +67,7 @@ async def statistics(sessions: SessionMaker, tenant_id: str) -> Statistics:
         table_bytes += share * table_size
         index_bytes += share * index_size
     storage = Storage(round(table_bytes), round(index_bytes), int(dedicated or 0), rows)
-    return Statistics(content=content, storage=storage, traffic=windows)
+    return Statistics(content=content, storage=storage, traffic=windows, jobs=jobs)
 
 
 async def _count(session: AsyncSession, table: str) -> int:

@@ -84,6 +84,12 @@ class WindowsOut(BaseModel):
     last_day: TrafficOut
 
 
+class JobsOut(BaseModel):
+    queued: int = Field(description="Ingestion jobs waiting for a worker.")
+    running: int
+    queued_bytes: int = Field(description="Input bytes still to ingest.")
+
+
 class StatsOut(BaseModel):
     tenant_id: str
     documents: int
@@ -92,6 +98,7 @@ class StatsOut(BaseModel):
     chunks_by_model: dict[str, int] = Field(description="Chunks per embedding model id.")
     storage: StorageOut
     traffic: WindowsOut = Field(description="Counted in 5-minute buckets.")
+    jobs: JobsOut
 
     @classmethod
     def of(cls, tenant_id: str, found: Statistics) -> Self:
@@ -112,6 +119,11 @@ class StatsOut(BaseModel):
             traffic=WindowsOut(
                 last_hour=TrafficOut.model_validate(windows.last_hour, from_attributes=True),
                 last_day=TrafficOut.model_validate(windows.last_day, from_attributes=True),
+            ),
+            jobs=JobsOut(
+                queued=found.jobs.queued,
+                running=found.jobs.running,
+                queued_bytes=found.jobs.queued_bytes,
             ),
         )
 

@@ -8,6 +8,7 @@ from typing import Annotated
 
 from fastapi import APIRouter, Body, File, Form, Query, Response, UploadFile, status
 from pydantic import JsonValue, ValidationError
+from starlette.datastructures import UploadFile as StarletteUpload
 
 from app.api import examples
 from app.api.deps import IngestCaller, ResourcesDep, SearchCaller
@@ -117,7 +118,7 @@ async def upload_document(
     metadata: Annotated[str | None, Form(description="A JSON object.")] = None,
 ) -> IngestOut:
     """Ingest a file; its type is sniffed from the content, not trusted from the name."""
-    data = await _read_capped(file, resources.settings.upload_max_bytes)
+    data = await read_capped(file, resources.settings.upload_max_bytes)
     source_type = sniff_source_type(data, filename=file.filename, declared=file.content_type)
     document = DocumentInput(
         content=data,
@@ -126,14 +127,14 @@ async def upload_document(
         external_id=external_id,
         collection=collection,
         source_url=source_url,
-        metadata=_metadata_form(metadata),
+        metadata=metadata_form(metadata),
     )
     out = await _ingest(resources, caller.tenant_id, document)
     response.status_code = status.HTTP_201_CREATED if out.changed else status.HTTP_200_OK
     return out
 
 
-async def _read_capped(file: UploadFile, limit: int) -> bytes:
+async def read_capped(file: StarletteUpload, limit: int) -> bytes:
     data = bytearray()
     while chunk := await file.read(UPLOAD_CHUNK):
         data.extend(chunk)
@@ -144,7 +145,7 @@ async def _read_capped(file: UploadFile, limit: int) -> bytes:
     return bytes(data)
 
 
-def _metadata_form(raw: str | None) -> dict[str, JsonValue]:
+def metadata_form(raw: str | None) -> dict[str, JsonValue]:
     if not raw:
         return {}
     try:

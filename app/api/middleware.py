@@ -38,17 +38,21 @@ class RateLimitHeaders:
 class BodyLimit:
     """413 for a body over `max_bytes`: by Content-Length up front, else while it streams."""
 
-    def __init__(self, app: ASGIApp, *, max_bytes: int) -> None:
+    def __init__(
+        self, app: ASGIApp, *, max_bytes: int, per_path: dict[str, int] | None = None
+    ) -> None:
         self.app = app
         self.max_bytes = max_bytes + BODY_OVERHEAD
+        self.per_path = {path: limit + BODY_OVERHEAD for path, limit in (per_path or {}).items()}
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
+        limit = self.per_path.get(scope["path"].rstrip("/"), self.max_bytes)
         length = Headers(scope=scope).get("content-length")
-        if length is not None and length.isdigit() and int(length) > self.max_bytes:
-            await _too_large(send, self.max_bytes)
+        if length is not None and length.isdigit() and int(length) > limit:
+            await _too_large(send, limit)
             return
         received = 0
 
@@ -56,14 +60,14 @@ class BodyLimit:
             nonlocal received
             message = await receive()
             received += len(message.get("body", b""))
-            if received > self.max_bytes:
+            if received > limit:
                 raise BodyTooLarge
             return message
 
         try:
             await self.app(scope, counting_receive, send)
         except BodyTooLarge:
-            await _too_large(send, self.max_bytes)
+            await _too_large(send, limit)
 
 
 class BodyTooLarge(Exception):

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from app import __version__
-from app.cli import bm25, data, documents, evaluate, indexes, mcp, tenants
+from app.cli import bm25, data, documents, evaluate, indexes, mcp, tenants, worker
 from app.cli.options import Remote, TokenOption, UrlOption, remote
 
 if TYPE_CHECKING:
@@ -41,6 +41,7 @@ app.command()(documents.dedupe)
 app.command()(data.reindex)
 app.command()(indexes.index)
 app.command()(mcp.mcp)
+app.command()(worker.worker)
 
 
 def _print_version(value: bool) -> None:

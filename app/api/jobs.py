@@ -1,0 +1,200 @@
+"""Ingestion jobs: submit files or JSON documents (202), poll, list, cancel."""
+
+from __future__ import annotations
+
+import uuid
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Query, Request, Response, status
+from pydantic import TypeAdapter, ValidationError
+from starlette.datastructures import FormData, UploadFile
+
+from app.api.deps import IngestCaller, ResourcesDep, SearchCaller
+from app.api.documents import metadata_form, read_capped
+from app.api.documents_models import METADATA, CollectionName, ExternalId, Title, Url
+from app.api.jobs_models import JobAccepted, JobDocumentsIn, JobList, JobOut, JobStatus
+from app.db.tenancy import tenant_transaction
+from app.errors import PayloadTooLarge, Unprocessable, UnsupportedMediaType
+from app.ingest.parsing import sniff_source_type
+from app.ingest.store import DEFAULT_COLLECTION
+from app.jobs import JobInput, JobLimits, cancel_job, get_job, list_jobs, submit_job
+from app.settings import Settings
+
+router = APIRouter(prefix="/api/rag/jobs", tags=["jobs"])
+PATH = "/api/rag/jobs"
+_FORM_FIELDS = {"files", "file", "title", "external_id", "collection", "source_url", "metadata"}
+_SUBMIT_BODY = {
+    "requestBody": {
+        "required": True,
+        "content": {
+            "multipart/form-data": {
+                "schema": {
+                    "type": "object",
+                    "properties": {
+                        "files": {"type": "array", "items": {"type": "string", "format": "binary"}},
+                        "collection": {"type": "string"},
+                        "source_url": {"type": "string"},
+                        "metadata": {"type": "string", "description": "A JSON object."},
+                        "title": {"type": "string", "description": "With one file only."},
+                        "external_id": {"type": "string", "description": "With one file only."},
+                    },
+                    "required": ["files"],
+                }
+            },
+            "application/json": {"schema": JobDocumentsIn.model_json_schema()},
+        },
+    }
+}
+
+
+@router.post("", status_code=202, openapi_extra=_SUBMIT_BODY)
+async def submit(
+    request: Request, caller: IngestCaller, resources: ResourcesDep, response: Response
+) -> JobAccepted:
+    """Ingest files (multipart `files`, several) or JSON `documents` in the background; poll
+    the `Location` for progress. Each document is all-or-nothing; a bad one fails alone."""
+    inputs = await _inputs(request, resources.settings)
+    limits = JobLimits(
+        max_queued_jobs=resources.settings.job_max_queued_jobs,
+        max_queued_bytes=resources.settings.job_max_queued_bytes,
+    )
+    async with tenant_transaction(resources.sessions, caller.tenant_id) as session:
+        job_id = await submit_job(session, tenant_id=caller.tenant_id, inputs=inputs, limits=limits)
+    response.headers["Location"] = f"{PATH}/{job_id}"
+    size = sum(len(item.content) for item in inputs)
+    return JobAccepted(job_id=job_id, status="queued", documents=len(inputs), bytes=size)
+
+
+@router.get("")
+async def list_all(
+    caller: SearchCaller,
+    resources: ResourcesDep,
+    status_: Annotated[JobStatus | None, Query(alias="status")] = None,
+    limit: Annotated[int, Query(ge=1, le=100)] = 20,
+    offset: Annotated[int, Query(ge=0, le=1_000_000)] = 0,
+) -> JobList:
+    """The tenant's jobs, newest first."""
+    async with tenant_transaction(resources.sessions, caller.tenant_id) as session:
+        jobs, total = await list_jobs(session, status=status_, limit=limit, offset=offset)
+    return JobList(items=[JobOut.of(job) for job in jobs], total=total, limit=limit, offset=offset)
+
+
+@router.get("/{job_id}")
+async def read(job_id: uuid.UUID, caller: SearchCaller, resources: ResourcesDep) -> JobOut:
+    """Status, progress, per-document results and timings; 404 for another tenant's job."""
+    async with tenant_transaction(resources.sessions, caller.tenant_id) as session:
+        return JobOut.of(await get_job(session, job_id))
+
+
+@router.delete("/{job_id}", status_code=status.HTTP_202_ACCEPTED)
+async def cancel(job_id: uuid.UUID, caller: IngestCaller, resources: ResourcesDep) -> JobOut:
+    """Cancel: a queued job never runs; a running one stops after the document in progress."""
+    async with tenant_transaction(resources.sessions, caller.tenant_id) as session:
+        return JobOut.of(await cancel_job(session, job_id))
+
+
+async def _inputs(request: Request, settings: Settings) -> list[JobInput]:
+    kind = request.headers.get("content-type", "").split(";")[0].strip().lower()
+    if kind == "application/json":
+        inputs = await _json_inputs(request)
+    elif kind == "multipart/form-data":
+        inputs = await _file_inputs(request, settings)
+    else:
+        raise UnsupportedMediaType("send multipart/form-data (files) or application/json")
+    if len(inputs) > settings.job_max_documents:
+        raise PayloadTooLarge(
+            f"a job holds at most {settings.job_max_documents} documents (RAG_JOB_MAX_DOCUMENTS)"
+        )
+    return inputs
+
+
+async def _json_inputs(request: Request) -> list[JobInput]:
+    try:
+        body = JobDocumentsIn.model_validate_json(await request.body())
+    except ValidationError as error:
+        raise Unprocessable(
+            "the body is not a valid list of documents",
+            extra={"errors": [_field_error(e) for e in error.errors()[:20]]},
+        ) from None
+    inputs = []
+    for index, doc in enumerate(body.documents):
+        if doc.chunks is not None:
+            raise Unprocessable(
+                f"documents[{index}]: precomputed chunks go to POST /api/rag/documents/batch"
+            )
+        fields = {
+            "title": doc.title or None,
+            "external_id": doc.external_id,
+            "collection": doc.collection,
+            "source_url": doc.source_url,
+            "metadata": dict(doc.metadata),
+        }
+        inputs.append(
+            JobInput(doc.content.encode(), True, doc.source_type.value, doc.title, fields)
+        )
+    return inputs
+
+
+def _field_error(error: Any) -> dict[str, str]:
+    return {"field": ".".join(str(part) for part in error["loc"]), "message": error["msg"]}
+
+
+async def _file_inputs(request: Request, settings: Settings) -> list[JobInput]:
+    form = await request.form(max_files=settings.job_max_documents, max_fields=50)
+    try:
+        return await _form_inputs(form, settings)
+    finally:
+        await form.close()
+
+
+async def _form_inputs(form: FormData, settings: Settings) -> list[JobInput]:
+    unknown = set(form.keys()) - _FORM_FIELDS
+    if unknown:
+        raise Unprocessable(f"unknown form fields: {', '.join(sorted(unknown))}")
+    files = [f for f in form.getlist("files") + form.getlist("file") if isinstance(f, UploadFile)]
+    if not files:
+        raise Unprocessable("no files: send them in the multipart field `files`")
+    single = {name: _text_field(form, name) for name in ("title", "external_id")}
+    if len(files) > 1 and any(single.values()):
+        raise Unprocessable("title and external_id apply to a job of one file only")
+    fields = {
+        "title": _valid(Title, single["title"], "title") or None,
+        "external_id": _valid(ExternalId, single["external_id"], "external_id"),
+        "collection": _valid(CollectionName, _text_field(form, "collection"), "collection")
+        or DEFAULT_COLLECTION,
+        "source_url": _valid(Url, _text_field(form, "source_url"), "source_url"),
+        "metadata": METADATA.dump_python(metadata_form(_text_field(form, "metadata"))),
+    }
+    inputs = []
+    for upload in files:
+        try:
+            data = b""
+            data = await read_capped(upload, settings.job_max_request_bytes)
+            source_type = sniff_source_type(
+                data, filename=upload.filename, declared=upload.content_type
+            ).value
+            own = fields
+        except (
+            Unprocessable,
+            UnsupportedMediaType,
+        ) as error:  # recorded as this document's failure, the others still run
+            source_type = "text"
+            own = {**fields, "refused": {"status": error.status, "detail": error.detail}}
+        inputs.append(JobInput(data, False, source_type, upload.filename, own))
+    return inputs
+
+
+def _text_field(form: FormData, name: str) -> str | None:
+    value = form.get(name)
+    if value is not None and not isinstance(value, str):
+        raise Unprocessable(f"form field {name} must be text")
+    return value or None
+
+
+def _valid(kind: Any, value: str | None, name: str) -> Any:
+    if value is None:
+        return None
+    try:
+        return TypeAdapter(kind).validate_python(value)
+    except ValidationError as error:
+        raise Unprocessable(f"{name}: {error.errors()[0]['msg']}") from None

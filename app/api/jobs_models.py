@@ -1,0 +1,103 @@
+"""Request and response models of the jobs endpoints."""
+
+from __future__ import annotations
+
+import uuid
+from datetime import datetime
+from typing import Annotated, Any, Literal, Self
+
+from pydantic import BaseModel, Field, JsonValue
+
+from app.api.documents_models import DocumentIn, Strict
+from app.jobs import JobView
+
+JobStatus = Literal["queued", "running", "succeeded", "failed", "cancelled", "partial"]
+
+
+class JobDocumentsIn(Strict):
+    documents: Annotated[list[DocumentIn], Field(min_length=1)]
+
+
+class JobAccepted(BaseModel):
+    job_id: uuid.UUID
+    status: JobStatus
+    documents: int
+    bytes: int
+
+
+class Progress(BaseModel):
+    documents_total: int
+    documents_done: int = Field(description="Documents ingested.")
+    documents_failed: int
+    chunks_done: int = Field(description="Chunks of the finished documents.")
+    chunks_in_progress: int = Field(description="Chunks embedded of the document in progress.")
+    chunks_in_progress_total: int
+    bytes_total: int
+    bytes_pending: int
+
+
+class Timings(BaseModel):
+    created_at: datetime
+    started_at: datetime | None
+    finished_at: datetime | None
+    updated_at: datetime
+    queued_seconds: float | None
+    run_seconds: float | None
+
+
+class JobOut(BaseModel):
+    job_id: uuid.UUID
+    status: JobStatus
+    cancel_requested: bool
+    progress: Progress
+    results: list[dict[str, JsonValue]] = Field(
+        description="One per finished document: `status`, `document_id`, `chunks`, or `error`."
+    )
+    error: str | None
+    turns: int
+    timings: Timings
+
+    @classmethod
+    def of(cls, job: JobView) -> Self:
+        end = job.finished_at or job.updated_at
+        return cls(
+            job_id=job.id,
+            status=job.status,
+            cancel_requested=job.cancel_requested,
+            progress=Progress(
+                documents_total=job.documents_total,
+                documents_done=job.documents_done,
+                documents_failed=job.documents_failed,
+                chunks_done=job.chunks_done,
+                chunks_in_progress=job.chunks_in_progress,
+                chunks_in_progress_total=job.chunks_in_progress_total,
+                bytes_total=job.bytes_total,
+                bytes_pending=job.bytes_pending,
+            ),
+            results=_results(job.results),
+            error=job.error,
+            turns=job.turns,
+            timings=Timings(
+                created_at=job.created_at,
+                started_at=job.started_at,
+                finished_at=job.finished_at,
+                updated_at=job.updated_at,
+                queued_seconds=_seconds(job.created_at, job.started_at),
+                run_seconds=_seconds(job.started_at, end if job.started_at else None),
+            ),
+        )
+
+
+def _results(results: list[dict[str, Any]]) -> list[dict[str, JsonValue]]:
+    return sorted(results, key=lambda item: int(item.get("position", 0)))
+
+
+def _seconds(start: datetime | None, end: datetime | None) -> float | None:
+    return None if start is None or end is None else round((end - start).total_seconds(), 3)
+
+
+class JobList(BaseModel):
+    items: list[JobOut]
+    total: int
+    limit: int
+    offset: int

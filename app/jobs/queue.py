@@ -1,0 +1,129 @@
+"""The job queue: procrastinate on the service's own PostgreSQL (no other server).
+
+`run_workers` runs `concurrency` workers in this process until cancelled, plus the sweeper:
+a job whose worker stopped sending heartbeats (kill -9, machine lost) goes back to the queue
+and another worker finishes it."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import uuid
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
+
+import procrastinate
+from procrastinate import JobContext, RetryStrategy
+from sqlalchemy.engine import make_url
+
+from app.jobs.runner import JobServices, fail_job, run_turn
+from app.jobs.store import QUEUE, TASK
+from app.settings import Settings
+
+_log = logging.getLogger(__name__)
+MAX_ATTEMPTS = 8
+
+
+def conninfo(database_url: str) -> str:
+    """libpq form of the service's URL (procrastinate talks psycopg, the service asyncpg)."""
+    url = make_url(database_url.replace("postgres://", "postgresql://", 1))
+    return url.set(drivername="postgresql").render_as_string(hide_password=False)
+
+
+def build_queue(settings: Settings, services: JobServices) -> procrastinate.App:
+    assert settings.database_url is not None
+    connector = procrastinate.PsycopgConnector(
+        conninfo=conninfo(settings.database_url.get_secret_value()),
+        kwargs={"application_name": "rag-jobs"},
+        min_size=1,
+        max_size=services_pool_size(settings),
+    )
+    queue = procrastinate.App(connector=connector)
+    retry = RetryStrategy(max_attempts=MAX_ATTEMPTS, exponential_wait=2)
+
+    @queue.task(name=TASK, queue=QUEUE, pass_context=True, retry=retry)
+    async def ingest_turn(context: JobContext, job_id: str, tenant_id: str) -> None:
+        try:
+            await run_turn(services, job_id=uuid.UUID(job_id), tenant_id=tenant_id)
+        except Exception as error:
+            attempts = context.job.attempts if context.job else 0
+            if attempts + 1 >= MAX_ATTEMPTS:
+                await fail_job(
+                    services.sessions,
+                    job_id=uuid.UUID(job_id),
+                    tenant_id=tenant_id,
+                    error=f"gave up after {MAX_ATTEMPTS} attempts: {error}",
+                )
+            raise
+
+    return queue
+
+
+# A job's next turn is queued while the current turn still holds the job's lock, so its NOTIFY
+# finds no free job and the worker waits for the next poll: procrastinate's default 5 s made a
+# one-worker job ingest at a tenth of the synchronous rate. One cheap query per half second.
+FETCH_POLL_SECONDS = 0.5
+
+
+async def run_workers(settings: Settings, services: JobServices, *, concurrency: int) -> None:
+    """Work the queue until cancelled: `concurrency` turns at a time, and the sweeper."""
+    queue = build_queue(settings, services)
+    async with queue.open_async():
+        sweeper = asyncio.create_task(_sweep(queue, settings))
+        try:
+            await queue.run_worker_async(
+                queues=[QUEUE],
+                concurrency=concurrency,
+                wait=True,
+                install_signal_handlers=False,
+                update_heartbeat_interval=settings.job_heartbeat_seconds,
+                stalled_worker_timeout=settings.job_stalled_seconds,
+                shutdown_graceful_timeout=settings.job_heartbeat_seconds,
+                fetch_job_polling_interval=FETCH_POLL_SECONDS,
+            )
+        finally:
+            sweeper.cancel()
+            await asyncio.gather(sweeper, return_exceptions=True)
+
+
+async def _sweep(queue: procrastinate.App, settings: Settings) -> None:
+    """Every heartbeat interval, put the turns of silent workers back in the queue."""
+    while True:
+        await asyncio.sleep(settings.job_heartbeat_seconds)
+        try:
+            await requeue_stalled(queue, stalled_seconds=settings.job_stalled_seconds)
+        except Exception:
+            _log.exception("job sweeper failed; trying again")
+
+
+async def requeue_stalled(queue: procrastinate.App, *, stalled_seconds: float) -> list[Any]:
+    stalled = list(
+        await queue.job_manager.get_stalled_jobs(
+            queue=QUEUE, seconds_since_heartbeat=stalled_seconds
+        )
+    )
+    for job in stalled:
+        _log.warning("job turn %s lost its worker; queued again", job.id)
+        await queue.job_manager.retry_job(job)
+    return stalled
+
+
+def services_pool_size(settings: Settings) -> int:
+    return max(settings.job_workers, 1) + 3  # turns, the listener, the heartbeat, the sweeper
+
+
+@asynccontextmanager
+async def background_workers(
+    settings: Settings, services: JobServices, *, concurrency: int
+) -> AsyncIterator[None]:
+    """In-process workers for the duration of the block (`rag serve`); none for 0."""
+    if concurrency <= 0:
+        yield
+        return
+    task = asyncio.create_task(run_workers(settings, services, concurrency=concurrency))
+    try:
+        yield
+    finally:
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)

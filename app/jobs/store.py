@@ -1,0 +1,219 @@
+"""Job rows: submit (with its inputs and its first queue entry, in one transaction), read,
+list, cancel. Every statement runs in a tenant transaction: RLS hides other tenants' jobs."""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import text
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from app.errors import NotFound, PayloadTooLarge, RateLimited
+
+QUEUE = "ingest"
+TASK = "rag.ingest_turn"
+ACTIVE = ("queued", "running")
+FINAL = ("succeeded", "failed", "cancelled", "partial")
+
+
+@dataclass(frozen=True, slots=True)
+class JobInput:
+    """One document waiting in a job: its bytes (or text) and the per-document fields."""
+
+    content: bytes
+    is_text: bool
+    source_type: str
+    name: str | None = None
+    fields: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class JobLimits:
+    max_queued_jobs: int
+    max_queued_bytes: int
+
+
+@dataclass(frozen=True, slots=True)
+class JobView:
+    id: uuid.UUID
+    tenant_id: str
+    status: str
+    cancel_requested: bool
+    documents_total: int
+    documents_done: int
+    documents_failed: int
+    chunks_done: int
+    chunks_in_progress: int
+    chunks_in_progress_total: int
+    bytes_total: int
+    bytes_pending: int
+    results: list[dict[str, Any]]
+    error: str | None
+    turns: int
+    created_at: datetime
+    started_at: datetime | None
+    finished_at: datetime | None
+    updated_at: datetime
+
+
+_COLUMNS = ", ".join(JobView.__slots__)
+
+
+async def submit_job(
+    session: AsyncSession, *, tenant_id: str, inputs: Sequence[JobInput], limits: JobLimits
+) -> uuid.UUID:
+    """Store the job and its inputs and queue its first turn, atomically; 429/413 past the
+    tenant's limits on queued jobs and queued bytes."""
+    size = sum(len(item.content) for item in inputs)
+    active, pending = (
+        await session.execute(
+            text(
+                "select count(*), coalesce(sum(bytes_pending), 0) from ingest_jobs"
+                " where tenant_id = :t and status in ('queued', 'running')"
+            ),
+            {"t": tenant_id},
+        )
+    ).one()
+    if active >= limits.max_queued_jobs:
+        raise RateLimited(
+            f"{active} jobs are queued or running; at most {limits.max_queued_jobs} "
+            "(RAG_JOB_MAX_QUEUED_JOBS): wait for one to finish",
+            headers={"Retry-After": "30"},
+        )
+    if pending + size > limits.max_queued_bytes:
+        raise PayloadTooLarge(
+            f"{pending} bytes are already queued and this job adds {size}; at most "
+            f"{limits.max_queued_bytes} per tenant (RAG_JOB_MAX_QUEUED_BYTES)"
+        )
+    job_id = uuid.uuid4()
+    await session.execute(
+        text(
+            "insert into ingest_jobs (id, tenant_id, documents_total, bytes_total, bytes_pending)"
+            " values (:id, :t, :n, :b, :b)"
+        ),
+        {"id": job_id, "t": tenant_id, "n": len(inputs), "b": size},
+    )
+    await session.execute(
+        text(
+            "insert into ingest_job_inputs (id, tenant_id, job_id, position, name, content,"
+            " is_text, source_type, fields, size_bytes) values (:id, :t, :job, :pos, :name,"
+            " :content, :is_text, :source_type, cast(:fields as jsonb), :size)"
+        ),
+        [
+            {
+                "id": uuid.uuid4(),
+                "t": tenant_id,
+                "job": job_id,
+                "pos": position,
+                "name": item.name,
+                "content": item.content,
+                "is_text": item.is_text,
+                "source_type": item.source_type,
+                "fields": json.dumps(item.fields),
+                "size": len(item.content),
+            }
+            for position, item in enumerate(inputs)
+        ],
+    )
+    await queue_turn(session, tenant_id=tenant_id, job_id=job_id, others=active)
+    return job_id
+
+
+async def queue_turn(
+    session: AsyncSession, *, tenant_id: str, job_id: uuid.UUID, others: int
+) -> None:
+    """Queue the job's next turn in the caller's transaction (procrastinate's own defer
+    function, so the queue entry commits or rolls back with the job row).
+
+    Fair turns: the priority is minus the number of the tenant's other active jobs, so a
+    tenant's first job goes ahead of another tenant's tenth; equal priorities run in queue
+    order, and a long job re-queues itself after every turn, behind whoever came meanwhile.
+    The lock keeps two turns of one job from ever running at once."""
+    args = json.dumps({"job_id": str(job_id), "tenant_id": tenant_id})
+    await session.execute(
+        text(
+            "select procrastinate_defer_jobs_v1(array[row(:queue, :task, :priority, :lock,"
+            " null, cast(:args as jsonb), null)::procrastinate_job_to_defer_v1])"
+        ),
+        {"queue": QUEUE, "task": TASK, "priority": -others, "lock": f"job:{job_id}", "args": args},
+    )
+
+
+async def get_job(session: AsyncSession, job_id: uuid.UUID) -> JobView:
+    row = (
+        await session.execute(
+            text(f"select {_COLUMNS} from ingest_jobs where id = :id"), {"id": job_id}
+        )
+    ).one_or_none()
+    if row is None:
+        raise NotFound(f"no job {job_id}")
+    return JobView(*row)
+
+
+async def list_jobs(
+    session: AsyncSession, *, status: str | None, limit: int, offset: int
+) -> tuple[list[JobView], int]:
+    where = "where status = :status" if status else ""
+    params: dict[str, Any] = {"status": status, "limit": limit, "offset": offset}
+    rows = await session.execute(
+        text(
+            f"select {_COLUMNS} from ingest_jobs {where}"
+            " order by created_at desc, id limit :limit offset :offset"
+        ),
+        params,
+    )
+    total = await session.scalar(text(f"select count(*) from ingest_jobs {where}"), params)
+    return [JobView(*row) for row in rows], int(total or 0)
+
+
+async def cancel_job(session: AsyncSession, job_id: uuid.UUID) -> JobView:
+    """A queued job is cancelled at once and never runs; a running one stops after the
+    document in progress; a finished one is left as it is."""
+    await get_job(session, job_id)  # 404 for an unknown id or another tenant's
+    cancelled = await session.execute(
+        text(
+            "update ingest_jobs set status = 'cancelled', cancel_requested = true,"
+            " bytes_pending = 0, finished_at = now(), updated_at = now()"
+            " where id = :id and status = 'queued' returning id"
+        ),
+        {"id": job_id},
+    )
+    if cancelled.one_or_none() is not None:
+        await session.execute(
+            text("delete from ingest_job_inputs where job_id = :id"), {"id": job_id}
+        )
+    else:
+        await session.execute(
+            text(
+                "update ingest_jobs set cancel_requested = true, updated_at = now()"
+                " where id = :id and status = 'running'"
+            ),
+            {"id": job_id},
+        )
+    return await get_job(session, job_id)
+
+
+@dataclass(frozen=True, slots=True)
+class JobCounts:
+    queued: int
+    running: int
+    queued_bytes: int
+
+
+async def job_counts(session: AsyncSession) -> JobCounts:
+    """The session tenant's active jobs (RLS scopes the table)."""
+    queued, running, pending = (
+        await session.execute(
+            text(
+                "select count(*) filter (where status = 'queued'),"
+                " count(*) filter (where status = 'running'), coalesce(sum(bytes_pending), 0)"
+                " from ingest_jobs where status in ('queued', 'running')"
+            )
+        )
+    ).one()
+    return JobCounts(int(queued), int(running), int(pending))
