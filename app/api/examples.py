@@ -110,3 +110,19 @@ TENANT_PATCH: dict[str, Example] = {
     "suspend": Example(summary="Suspend", value={"status": "suspended"}),
     "rename": Example(summary="Rename", value={"name": "Acme Corporation"}),
 }
+
+DEDUPE: dict[str, Example] = {
+    "preview": Example(
+        summary="Preview near-duplicate groups (changes nothing)",
+        description="A dry run: the groups a merge would act on, with their primary.",
+        value={"similarity_threshold": 0.9, "dry_run": True, "collections": ["handbook"]},
+    ),
+    "merge": Example(
+        summary="Merge: keep the newest of each group (needs rag:ingest)",
+        value={"similarity_threshold": 0.95, "dry_run": False, "merge_strategy": "keep_newest"},
+    ),
+}
+
+JOB_DOCUMENTS: dict[str, Any] = {
+    "documents": [MARKDOWN_DOCUMENT],
+}

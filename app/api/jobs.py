@@ -9,10 +9,12 @@ from fastapi import APIRouter, Query, Request, Response, status
 from pydantic import TypeAdapter, ValidationError
 from starlette.datastructures import FormData, UploadFile
 
+from app.api import examples
 from app.api.deps import IngestCaller, ResourcesDep, SearchCaller
 from app.api.documents import metadata_form, read_capped
 from app.api.documents_models import METADATA, CollectionName, ExternalId, Title, Url
 from app.api.jobs_models import JobAccepted, JobDocumentsIn, JobList, JobOut, JobStatus
+from app.api.openapi import GATED, WITH_BODY, errors
 from app.db.tenancy import tenant_transaction
 from app.errors import PayloadTooLarge, Unprocessable, UnsupportedMediaType
 from app.ingest.parsing import sniff_source_type
@@ -20,7 +22,7 @@ from app.ingest.store import DEFAULT_COLLECTION
 from app.jobs import JobInput, JobLimits, cancel_job, get_job, list_jobs, submit_job
 from app.settings import Settings
 
-router = APIRouter(prefix="/api/rag/jobs", tags=["jobs"])
+router = APIRouter(prefix="/api/rag/jobs", tags=["jobs"], responses=GATED)
 PATH = "/api/rag/jobs"
 _FORM_FIELDS = {"files", "file", "title", "external_id", "collection", "source_url", "metadata"}
 _SUBMIT_BODY = {
@@ -41,13 +43,27 @@ _SUBMIT_BODY = {
                     "required": ["files"],
                 }
             },
-            "application/json": {"schema": JobDocumentsIn.model_json_schema()},
+            "application/json": {
+                "schema": JobDocumentsIn.model_json_schema(),
+                "examples": {
+                    "markdown": {
+                        "summary": "One markdown document in the background",
+                        "value": examples.JOB_DOCUMENTS,
+                    }
+                },
+            },
         },
     }
 }
 
 
-@router.post("", status_code=202, openapi_extra=_SUBMIT_BODY)
+@router.post(
+    "",
+    status_code=202,
+    openapi_extra=_SUBMIT_BODY,
+    summary="Submit files or documents for background ingestion",
+    responses={**WITH_BODY, **errors(415)},
+)
 async def submit(
     request: Request, caller: IngestCaller, resources: ResourcesDep, response: Response
 ) -> JobAccepted:
@@ -65,7 +81,7 @@ async def submit(
     return JobAccepted(job_id=job_id, status="queued", documents=len(inputs), bytes=size)
 
 
-@router.get("")
+@router.get("", summary="List the tenant's ingestion jobs")
 async def list_all(
     caller: SearchCaller,
     resources: ResourcesDep,
@@ -79,14 +95,19 @@ async def list_all(
     return JobList(items=[JobOut.of(job) for job in jobs], total=total, limit=limit, offset=offset)
 
 
-@router.get("/{job_id}")
+@router.get("/{job_id}", summary="A job's status and progress", responses=errors(404))
 async def read(job_id: uuid.UUID, caller: SearchCaller, resources: ResourcesDep) -> JobOut:
     """Status, progress, per-document results and timings; 404 for another tenant's job."""
     async with tenant_transaction(resources.sessions, caller.tenant_id) as session:
         return JobOut.of(await get_job(session, job_id))
 
 
-@router.delete("/{job_id}", status_code=status.HTTP_202_ACCEPTED)
+@router.delete(
+    "/{job_id}",
+    status_code=status.HTTP_202_ACCEPTED,
+    summary="Cancel a job",
+    responses=errors(404),
+)
 async def cancel(job_id: uuid.UUID, caller: IngestCaller, resources: ResourcesDep) -> JobOut:
     """Cancel: a queued job never runs; a running one stops after the document in progress."""
     async with tenant_transaction(resources.sessions, caller.tenant_id) as session:

@@ -57,6 +57,16 @@ TAGS: list[dict[str, Any]] = [
         "description": "Tenants, their statistics and the audit log of admin actions "
         "(rag:admin, for any tenant).",
     },
+    {
+        "name": "similar",
+        "description": "More like this (a chunk or a document) and near-duplicate detection "
+        "with dry run and merge (rag:search; a merge needs rag:ingest).",
+    },
+    {
+        "name": "jobs",
+        "description": "Background ingestion of large files and folders with progress "
+        "(submitting and cancelling need rag:ingest, reading rag:search).",
+    },
     {"name": "health", "description": "Liveness, readiness and Prometheus metrics (no token)."},
 ]
 

@@ -5,9 +5,11 @@ from __future__ import annotations
 import uuid
 from typing import Annotated
 
-from fastapi import APIRouter, Query
+from fastapi import APIRouter, Body, Query
 
+from app.api import examples
 from app.api.deps import ResourcesDep, SearchCaller
+from app.api.openapi import GATED, WITH_BODY, errors
 from app.api.similar_models import DedupeIn, DedupeOut, SimilarOut
 from app.auth import SCOPE_INGEST
 from app.errors import Forbidden, Unprocessable
@@ -20,7 +22,7 @@ from app.retrieval.similar import (
     similar_to_document,
 )
 
-router = APIRouter(prefix="/api/rag", tags=["similar"])
+router = APIRouter(prefix="/api/rag", tags=["similar"], responses=GATED)
 
 TopK = Annotated[int, Query(ge=1, le=100)]
 MinSimilarity = Annotated[float, Query(ge=0.0, le=1.0)]
@@ -67,7 +69,9 @@ def _collections(value: str | None) -> list[str] | None:
     return names
 
 
-@router.get("/chunks/{chunk_id}/similar")
+@router.get(
+    "/chunks/{chunk_id}/similar", summary="Chunks similar to a chunk", responses=errors(404)
+)
 async def similar_chunks(
     chunk_id: uuid.UUID,
     caller: SearchCaller,
@@ -97,7 +101,11 @@ async def similar_chunks(
     return SimilarOut.of(outcome)
 
 
-@router.get("/documents/{document_id}/similar")
+@router.get(
+    "/documents/{document_id}/similar",
+    summary="Documents similar to a document",
+    responses=errors(404),
+)
 async def similar_documents(
     document_id: uuid.UUID,
     caller: SearchCaller,
@@ -128,9 +136,13 @@ async def similar_documents(
     return SimilarOut.of(outcome)
 
 
-@router.post("/dedupe")
+@router.post(
+    "/dedupe", summary="Find (and optionally merge) near-duplicate documents", responses=WITH_BODY
+)
 async def dedupe_documents(
-    body: DedupeIn, caller: SearchCaller, resources: ResourcesDep
+    body: Annotated[DedupeIn, Body(openapi_examples=examples.DEDUPE)],
+    caller: SearchCaller,
+    resources: ResourcesDep,
 ) -> DedupeOut:
     """Near-duplicate groups; a dry run (default) changes nothing, a merge (`dry_run: false`,
     needs rag:ingest) deletes each group's duplicates and keeps its primary."""
