@@ -9,7 +9,14 @@ with RagClient("http://127.0.0.1:8000", token) as rag:
 
 __version__ = "0.1.0"
 
-from rag_client.admin_models import AuditEntry, AuditPage, Tenant, TenantPage, TenantStats
+from rag_client.admin_models import (
+    AuditEntry,
+    AuditPage,
+    JobCounts,
+    Tenant,
+    TenantPage,
+    TenantStats,
+)
 from rag_client.async_client import AsyncRagClient
 from rag_client.client import RagClient
 from rag_client.errors import (
@@ -83,6 +90,7 @@ __all__ = [
     "Forbidden",
     "IngestResult",
     "Invalid",
+    "JobCounts",
     "MergeStrategy",
     "NewDocument",
     "NotFound",

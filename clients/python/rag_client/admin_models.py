@@ -22,6 +22,7 @@ class TenantStatus(StrEnum):
 
 
 class TenantChange(Body):
+    name: str | None = None
     tier: str | None = None
     status: TenantStatus | None = None
 
@@ -65,6 +66,14 @@ class TrafficWindows(Reply):
     last_day: Traffic
 
 
+class JobCounts(Reply):
+    """A tenant's background ingestion jobs not yet done."""
+
+    queued: int
+    running: int
+    queued_bytes: int
+
+
 class TenantStats(Reply):
     tenant_id: str
     documents: int
@@ -73,6 +82,7 @@ class TenantStats(Reply):
     chunks_by_model: dict[str, int]
     storage: Storage | None = None
     traffic: TrafficWindows | None = None
+    jobs: JobCounts | None = None
 
 
 class AuditEntry(Reply):

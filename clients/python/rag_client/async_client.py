@@ -186,17 +186,18 @@ class AsyncRagClient:
         self,
         tenant_id: str,
         *,
+        name: str | None = None,
         tier: str | None = None,
         status: str | None = None,
     ) -> Tenant:
-        call = calls.update_tenant(tenant_id, tier=tier, status=status)
+        call = calls.update_tenant(tenant_id, name=name, tier=tier, status=status)
         return await self._send(call)
 
     async def suspend_tenant(self, tenant_id: str) -> Tenant:
-        return await self.update_tenant(tenant_id, status="suspended")
+        return await self._send(calls.suspend_tenant(tenant_id))
 
     async def activate_tenant(self, tenant_id: str) -> Tenant:
-        return await self.update_tenant(tenant_id, status="active")
+        return await self._send(calls.activate_tenant(tenant_id))
 
     async def delete_tenant(self, tenant_id: str, *, confirm: str) -> None:
         """Delete a tenant and its documents; `confirm` must repeat the tenant id."""

@@ -245,9 +245,19 @@ def create_tenant(tenant_id: str, *, name: str | None, tier: str | None) -> Call
     return Call("POST", f"{ADMIN}/tenants", _reads(Tenant), json=_body(body))
 
 
-def update_tenant(tenant_id: str, *, tier: str | None, status: str | None) -> Call[Tenant]:
-    body = TenantChange.model_validate({"tier": tier, "status": status})
+def update_tenant(
+    tenant_id: str, *, name: str | None, tier: str | None, status: str | None
+) -> Call[Tenant]:
+    body = TenantChange.model_validate({"name": name, "tier": tier, "status": status})
     return Call("PATCH", f"{ADMIN}/tenants/{_id(tenant_id)}", _reads(Tenant), json=_body(body))
+
+
+def suspend_tenant(tenant_id: str) -> Call[Tenant]:
+    return Call("POST", f"{ADMIN}/tenants/{_id(tenant_id)}/suspend", _reads(Tenant))
+
+
+def activate_tenant(tenant_id: str) -> Call[Tenant]:
+    return Call("POST", f"{ADMIN}/tenants/{_id(tenant_id)}/activate", _reads(Tenant))
 
 
 def delete_tenant(tenant_id: str, *, confirm: str) -> Call[None]:

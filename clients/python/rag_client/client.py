@@ -184,17 +184,18 @@ class RagClient:
         self,
         tenant_id: str,
         *,
+        name: str | None = None,
         tier: str | None = None,
         status: str | None = None,
     ) -> Tenant:
-        call = calls.update_tenant(tenant_id, tier=tier, status=status)
+        call = calls.update_tenant(tenant_id, name=name, tier=tier, status=status)
         return self._send(call)
 
     def suspend_tenant(self, tenant_id: str) -> Tenant:
-        return self.update_tenant(tenant_id, status="suspended")
+        return self._send(calls.suspend_tenant(tenant_id))
 
     def activate_tenant(self, tenant_id: str) -> Tenant:
-        return self.update_tenant(tenant_id, status="active")
+        return self._send(calls.activate_tenant(tenant_id))
 
     def delete_tenant(self, tenant_id: str, *, confirm: str) -> None:
         """Delete a tenant and its documents; `confirm` must repeat the tenant id."""
