@@ -21,6 +21,7 @@ from app.retrieval.similar import (
     similar_to_chunk,
     similar_to_document,
 )
+from app.storable import unstorable_reason
 
 router = APIRouter(prefix="/api/rag", tags=["similar"], responses=GATED)
 
@@ -60,8 +61,12 @@ def _collections(value: str | None) -> list[str] | None:
     if value is None:
         return None
     names = value.split(",")
+    message = None
     if len(names) > 100 or not all(1 <= len(name) <= 128 for name in names):
         message = "at most 100 comma-separated names of 1-128 characters"
+    else:
+        message = next(filter(None, map(unstorable_reason, names)), None)
+    if message is not None:
         raise Unprocessable(
             f"collections: {message}",
             extra={"errors": [{"field": "collections", "message": message}]},

@@ -11,8 +11,9 @@ from pydantic import AliasChoices, BaseModel, ConfigDict, Field, StringConstrain
 from app.api.search_models import ChunkOut
 from app.retrieval.dedupe import MAX_LIMIT, DedupeOutcome, DuplicateGroup, Examined, MergeStrategy
 from app.retrieval.similar import SimilarOutcome
+from app.storable import Storable
 
-CollectionName = Annotated[str, StringConstraints(min_length=1, max_length=128)]
+CollectionName = Annotated[str, StringConstraints(min_length=1, max_length=128), Storable]
 
 
 class SimilarOut(BaseModel):

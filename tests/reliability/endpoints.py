@@ -53,6 +53,9 @@ class Slot:
     build: Callable[[str], Call]
 
 
+_NO_ID = "00000000-0000-4000-8000-000000000000"  # validation answers before any lookup
+
+
 def _search(body: Json, path: str = "/api/rag/search") -> Call:
     return Call("POST", path, json={"query": "estuary", **body})
 
@@ -125,6 +128,38 @@ SLOTS: list[Slot] = [
         lambda v: mcp_call("search", query="x", filters={"metadata": {"k": v}}),
     ),
     Slot("mcp get_context query", "query", lambda v: mcp_call("get_context", query=v)),
+    Slot(
+        "similar chunks collections",
+        "collections",
+        lambda v: Call("GET", f"/api/rag/chunks/{_NO_ID}/similar", params={"collections": v}),
+    ),
+    Slot(
+        "similar documents collections",
+        "collections",
+        lambda v: Call("GET", f"/api/rag/documents/{_NO_ID}/similar", params={"collections": v}),
+    ),
+    Slot(
+        "dedupe collections",
+        "collections",
+        lambda v: Call("POST", "/api/rag/dedupe", json={"collections": [v]}),
+    ),
+    Slot(
+        "mcp find_duplicates collections",
+        "collections",
+        lambda v: mcp_call("find_duplicates", collections=[v]),
+    ),
+    Slot(
+        "job document title",
+        "documents",
+        lambda v: Call("POST", "/api/rag/jobs", json={"documents": [{"content": "c", "title": v}]}),
+    ),
+    Slot(
+        "job document collection",
+        "documents",
+        lambda v: Call(
+            "POST", "/api/rag/jobs", json={"documents": [{"content": "c", "collection": v}]}
+        ),
+    ),
 ]
 
 # Text PostgreSQL cannot store: NUL, and a lone surrogate (what JSON's "\ud800" decodes to).
@@ -136,5 +171,8 @@ INTEGER_PARAMS: list[tuple[str, str, str, bool]] = [
     ("documents limit", "/api/rag/documents", "limit", False),
     ("admin tenants offset", "/api/admin/tenants", "offset", True),
     ("admin tenants limit", "/api/admin/tenants", "limit", True),
+    ("jobs offset", "/api/rag/jobs", "offset", False),
+    ("jobs limit", "/api/rag/jobs", "limit", False),
+    ("similar top_k", f"/api/rag/chunks/{_NO_ID}/similar", "top_k", False),
 ]
 TOO_BIG = ["9223372036854775808", "1" + "0" * 40, "-9223372036854775809"]
