@@ -12,13 +12,14 @@ claim, an `X-Tenant-ID`, a path) must match `TENANT_ID_PATTERN`.
 from __future__ import annotations
 
 import re
-from typing import Annotated
+from typing import Annotated, TypeVar
 
 from pydantic import AfterValidator
 
 TENANT_ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$"
 PG_INT_MAX = 2**31 - 1
 MAX_OFFSET = 1_000_000  # every `offset` query parameter: deeper pages cost a scan each
+T = TypeVar("T")
 _UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
 _TENANT_ID = re.compile(TENANT_ID_PATTERN)
 
@@ -33,9 +34,10 @@ def unstorable_reason(value: str) -> str | None:
     return "must not contain lone surrogates (\\ud800-\\udfff): it is not valid Unicode text"
 
 
-def storable(value: str) -> str:
-    """`value` unchanged; ValueError (a 422 from a model) when the database cannot store it."""
-    if (reason := unstorable_reason(value)) is not None:
+def storable(value: T) -> T:
+    """`value` unchanged; ValueError (a 422 from a model) when the database cannot store it.
+    Anything but a string (None of an optional field) passes: its own type rules apply."""
+    if isinstance(value, str) and (reason := unstorable_reason(value)) is not None:
         raise ValueError(reason)
     return value
 

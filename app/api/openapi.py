@@ -108,7 +108,8 @@ class ValidationProblem(Problem):
 
 
 _MEANING = {
-    400: "The body could not be parsed (not UTF-8, or a broken multipart form).",
+    400: "The request could not be parsed: a body that is not UTF-8 or a broken multipart "
+    "form, or a request line or header beyond the server's limits.",
     401: "No bearer token, or one that is expired, malformed or signed with another key.",
     403: "The token lacks the scope, its tenant is unknown or suspended, or X-Tenant-ID names "
     "another tenant without rag:admin.",
@@ -148,7 +149,7 @@ def errors(*statuses: int) -> dict[int | str, dict[str, Any]]:
     return documented
 
 
-GATED = errors(401, 403, 422, 429, 503)
+GATED = errors(400, 401, 403, 422, 429, 503)  # 400: e.g. a URL past the server's line limit
 WITH_BODY = errors(400, 413)  # any request body: unparsable, or over RAG_UPLOAD_MAX_BYTES
 
 

@@ -13,7 +13,6 @@ from app.cli.options import (
     TenantOption,
     TokenOption,
     UrlOption,
-    fail,
     remote,
     required_tenant,
 )
@@ -112,22 +111,35 @@ def similar(
     url: UrlOption = None,
     token: TokenOption = None,
 ) -> None:
-    """Items like a given document or chunk (needs --url)."""
+    """Items like a given document or chunk (in process, or with --url over HTTP)."""
     from rich.console import Console
 
     from app.cli.views import similar_table
 
-    target = remote(url, token, tenant) or fail("`rag similar` needs --url (RAG_URL)")
-    from app.cli.remote import connect
+    if target := remote(url, token, tenant):
+        from app.cli.remote import connect
 
-    with connect(target) as rag:
-        ask = rag.similar_to_chunk if chunk else rag.similar_to_document
-        result = ask(
+        with connect(target) as rag:
+            ask = rag.similar_to_chunk if chunk else rag.similar_to_document
+            result = ask(
+                item_id,
+                top_k=top_k,
+                min_similarity=min_similarity,
+                search_scope=scope,
+                exclude_same_document=not include_same_document if chunk else None,
+            )
+    else:
+        who = required_tenant(tenant)  # before the import: a missing --tenant fails at once
+        from app.cli import local
+
+        result = local.similar(
             item_id,
+            tenant=who,
+            chunk=chunk,
             top_k=top_k,
             min_similarity=min_similarity,
-            search_scope=scope,
-            exclude_same_document=not include_same_document if chunk else None,
+            scope=scope,
+            exclude_same_document=not include_same_document,
         )
     Console().print(similar_table(result.similar, of=str(item_id)))
 
@@ -145,17 +157,28 @@ def dedupe(
     url: UrlOption = None,
     token: TokenOption = None,
 ) -> None:
-    """Near-duplicate documents: a preview, or merged with --apply (needs --url)."""
+    """Near-duplicate documents: a preview, or merged with --apply (in process, or --url)."""
     from rich.console import Console
 
     from app.cli.views import dedupe_table
 
-    target = remote(url, token, tenant) or fail("`rag dedupe` needs --url (RAG_URL)")
-    from app.cli.remote import connect
+    if target := remote(url, token, tenant):
+        from app.cli.remote import connect
 
-    with connect(target) as rag:
-        result = rag.dedupe(
-            similarity_threshold=threshold,
+        with connect(target) as rag:
+            result = rag.dedupe(
+                similarity_threshold=threshold,
+                dry_run=not apply,
+                merge_strategy=merge_strategy,
+                collections=collection or None,
+            )
+    else:
+        who = required_tenant(tenant)  # before the import: a missing --tenant fails at once
+        from app.cli import local
+
+        result = local.dedupe(
+            tenant=who,
+            threshold=threshold,
             dry_run=not apply,
             merge_strategy=merge_strategy,
             collections=collection or None,

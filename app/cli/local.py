@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import uuid
 from collections.abc import Awaitable, Callable
+from enum import StrEnum
 from typing import TypeVar
 
 import rag_client
@@ -19,6 +20,7 @@ from rich.progress import Progress
 from app.api.context import ContextIn, ContextOut
 from app.api.documents_models import DocumentList, DocumentOut
 from app.api.search_models import SearchIn, SearchOut, to_filters
+from app.api.similar_models import DedupeOut, SimilarOut
 from app.cli.database import database_settings
 from app.cli.files import SourceFile
 from app.cli.ingest import ingest_files
@@ -35,6 +37,9 @@ from app.ingest.store import DEFAULT_COLLECTION
 from app.resources import build_token_counter
 from app.retrieval import SearchRequest, retrieve_context, search_request
 from app.retrieval import search as run_search
+from app.retrieval.dedupe import DedupeRequest, MergeStrategy
+from app.retrieval.dedupe import dedupe as run_dedupe
+from app.retrieval.similar import SearchScope, SimilarRequest, similar_to_chunk, similar_to_document
 from app.settings import Settings
 from app.tenants import TenantDirectory
 
@@ -74,6 +79,27 @@ def _run_catalog(tenant: str, work: Callable[[SessionMaker], Awaitable[T]]) -> T
             return asyncio.run(opened(settings))
         except AppError as error:
             fail(error.detail)
+
+
+def _run_catalog_with_settings(
+    tenant: str, work: Callable[[SessionMaker, Settings], Awaitable[T]]
+) -> T:
+    """`work` on the tenant's stored data with the settings, without loading the model."""
+    settings = load_settings()
+    return _run_catalog(tenant, lambda sessions: work(sessions, settings))
+
+
+E = TypeVar("E", bound=StrEnum)
+
+
+def _choice(kind: type[E], value: str | None, option: str) -> E | None:
+    """`value` as one of `kind`'s members, or a one-line error naming the choices."""
+    if value is None:
+        return None
+    try:
+        return kind(value)
+    except ValueError:
+        fail(f"{option}: {value!r} is not one of {', '.join(m.value for m in kind)}")
 
 
 def _as(model: type[M], reply: BaseModel) -> M:
@@ -165,6 +191,73 @@ def delete_document(document_id: uuid.UUID, *, tenant: str) -> None:
             await catalog.delete_document(session, document_id)
 
     _run_catalog(tenant, work)
+
+
+def similar(
+    item_id: uuid.UUID,
+    *,
+    tenant: str,
+    chunk: bool,
+    top_k: int | None,
+    min_similarity: float | None,
+    scope: str | None,
+    exclude_same_document: bool,
+) -> rag_client.SimilarResult:
+    """What GET /api/rag/{chunks|documents}/{id}/similar answers; the stored vectors, no model."""
+    defaults = SimilarRequest()
+    chosen = _choice(SearchScope, scope, "--scope") or defaults.scope
+
+    async def work(sessions: SessionMaker, settings: Settings) -> SimilarOut:
+        request = SimilarRequest(
+            top_k=top_k or defaults.top_k,
+            min_similarity=defaults.min_similarity if min_similarity is None else min_similarity,
+            exclude_same_document=exclude_same_document,
+            scope=chosen,
+            ef_search=settings.search_ef_search_default,
+            candidates=settings.search_candidates,
+        )
+        if chunk:
+            outcome = await similar_to_chunk(
+                sessions, tenant_id=tenant, chunk_id=item_id, request=request
+            )
+        else:
+            outcome = await similar_to_document(
+                sessions, tenant_id=tenant, document_id=item_id, request=request
+            )
+        return SimilarOut.of(outcome)
+
+    return _as(rag_client.SimilarResult, _run_catalog_with_settings(tenant, work))
+
+
+def dedupe(
+    *,
+    tenant: str,
+    threshold: float | None,
+    dry_run: bool,
+    merge_strategy: str | None,
+    collections: list[str] | None,
+) -> rag_client.DedupeResult:
+    """What POST /api/rag/dedupe answers, on the local database."""
+    defaults = DedupeRequest()
+    strategy = _choice(MergeStrategy, merge_strategy, "--merge-strategy") or defaults.merge_strategy
+
+    async def work(services: Services) -> DedupeOut:
+        request = DedupeRequest(
+            similarity_threshold=defaults.similarity_threshold if threshold is None else threshold,
+            dry_run=dry_run,
+            merge_strategy=strategy,
+            collections=collections,
+            ef_search=services.settings.search_ef_search_default,
+        )
+        outcome = await run_dedupe(
+            services.sessions,
+            tenant_id=tenant,
+            model_id=services.embedder.model_id,
+            request=request,
+        )
+        return DedupeOut.of(outcome)
+
+    return _as(rag_client.DedupeResult, _run(tenant, work))
 
 
 def reindex(*, batch_size: int, tenants: list[str] | None, console: Console) -> int:

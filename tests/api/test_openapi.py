@@ -118,6 +118,14 @@ CHECKS = [
 MODES = (GenerationMode.POSITIVE, GenerationMode.NEGATIVE)
 
 
+def _refused_by_the_http_server(response: Any) -> bool:
+    """uvicorn's own plain-text 400 for a request it cannot parse (a malformed target the
+    fuzzer builds from an invalid path parameter): it never reaches the application."""
+    kind = response.headers.get("content-type", "")
+    kind = kind[0] if isinstance(kind, list) else kind
+    return bool(response.status_code == 400 and kind.startswith("text/plain"))
+
+
 @pytest.mark.slow
 def test_the_fuzzer_finds_no_undocumented_reply(live: LiveServer) -> None:
     """Schemathesis generates valid and invalid requests for every operation (bounded: a few
@@ -138,7 +146,10 @@ def test_the_fuzzer_finds_no_undocumented_reply(live: LiveServer) -> None:
                 suppress_health_check=list(HealthCheck),
             )
             def run(case: Any) -> None:
-                case.call_and_validate(headers=live.headers, checks=CHECKS)
+                response = case.call(headers=live.headers)
+                if _refused_by_the_http_server(response):
+                    return
+                case.validate_response(response, checks=CHECKS)
 
             try:
                 run()

@@ -144,6 +144,34 @@ def test_ingest_and_search_a_folder(env: dict[str, str], tmp_path: Path) -> None
     bread_id = bread.split("│")[1].strip()
     shown = rag("documents", "show", bread_id, "--tenant", "docs-co", env=wide)
     assert "sub/bread.txt" in shown.stdout
+
+    # similar and dedupe in process: a near copy of the bread recipe is found, then merged
+    copy = tmp_path / "bread-again.txt"
+    copy.write_text("Knead the dough and bake the bread at 220 degrees!\n")
+    assert rag("ingest", str(copy), "--tenant", "docs-co", env=env).returncode == 0
+    like = rag("similar", bread_id, "--tenant", "docs-co", "--min-similarity", "0.9", env=wide)
+    assert like.returncode == 0, like.stderr
+    assert "1 found" in like.stdout
+    preview = rag("dedupe", "--tenant", "docs-co", "--threshold", "0.9", env=wide)
+    assert preview.returncode == 0, preview.stderr
+    assert "1 duplicates (would merge)" in preview.stdout
+    merged = rag(
+        "dedupe",
+        "--tenant",
+        "docs-co",
+        "--threshold",
+        "0.9",
+        "--apply",
+        "--merge-strategy",
+        "keep_oldest",
+        env=wide,
+    )
+    assert "1 duplicates (merged)" in merged.stdout, merged.stdout + merged.stderr
+    again = rag("dedupe", "--tenant", "docs-co", "--threshold", "0.9", env=wide)
+    assert "0 duplicates" in again.stdout
+    wrong = rag("dedupe", "--tenant", "docs-co", "--merge-strategy", "coin", env=env)
+    assert wrong.returncode == 2
+    assert "keep_newest" in wrong.stderr
     assert rag("documents", "delete", bread_id, "--tenant", "docs-co", env=env).returncode == 0
     gone = rag("documents", "show", bread_id, "--tenant", "docs-co", env=env)
     assert gone.returncode == 2
