@@ -13,7 +13,9 @@ a third of them with an extra (footer) chunk, a third re-chunked (adjacent chunk
 Dedupe (dry run, `find_duplicates`, the function POST /api/rag/dedupe calls) at `--small-docs`
 and `--docs` documents: wall time, recall of the planted pairs (both ends in one group),
 false groups (a group that is not exactly one planted original with its copies), and the same
-on an exact all-pairs numpy comparison of the same stored document vectors. Similar (chunk and
+on an exact all-pairs numpy comparison of the same stored document vectors. Then the real merge
+(`dry_run` false: the duplicates deleted in one transaction, each group re-checked) and a
+second merge that must remove nothing. Similar (chunk and
 document, the functions GET …/similar call) P50/P95 service time on the `--docs` tenant, with
 the table holding all tenants' chunks (100k at the defaults).
 """
@@ -50,6 +52,7 @@ from app.ingest.store import refresh_document_vectors
 from app.retrieval.dedupe import (
     DedupeRequest,
     components,
+    dedupe,
     exact_pairs,
     find_duplicates,
 )
@@ -212,6 +215,23 @@ async def dedupe_part(
         "exact_numpy": {"wall_s": round(exact_s, 3), **judge(exact_groups, planted, ids)},
         "same_groups_as_exact": sorted(map(sorted, map(lambda g: map(str, g), index_groups)))
         == sorted(map(sorted, map(lambda g: map(str, g), exact_groups))),
+        "previewed": outcome.total_duplicates,
+    }
+
+
+async def merge_part(db: BenchDatabase, tenant_id: str, previewed: int) -> dict[str, Any]:
+    """The real merge (POST /api/rag/dedupe with dry_run false), then a second one that must
+    find nothing more to remove."""
+    request = DedupeRequest(similarity_threshold=THRESHOLD, limit=50_000, dry_run=False)
+    began = time.perf_counter()
+    merged = await dedupe(db.sessions, tenant_id=tenant_id, model_id=MODEL, request=request)
+    merge_s = time.perf_counter() - began
+    again = await dedupe(db.sessions, tenant_id=tenant_id, model_id=MODEL, request=request)
+    return {
+        "wall_s": round(merge_s, 3),
+        "removed": len(merged.removed),
+        "previewed": previewed,
+        "removed_by_second_run": len(again.removed),
     }
 
 
@@ -267,6 +287,10 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
             log(f"  {result[tenant_id]}")
         log("similar")
         result["similar"] = await similar_part(db, "dedupe-large", ids["dedupe-large"], args.probes)
+        for tenant_id in ("dedupe-small", "dedupe-large"):
+            log(f"merge {tenant_id}")
+            previewed = result[tenant_id]["previewed"]
+            result[tenant_id]["merge"] = await merge_part(db, tenant_id, previewed)
     return result
 
 
@@ -292,6 +316,15 @@ def report(result: dict[str, Any]) -> None:
         "Dedupe (dry run) at threshold 0.95",
         ["tenant", "documents", "method", "wall s", "planted pairs", "recall", "groups", "false"],
         rows,
+    )
+    print_table(
+        "Merge (dry_run false) after the preview, then a second merge",
+        ["tenant", "wall s", "previewed", "removed", "removed by the second run"],
+        [
+            [t, m["wall_s"], m["previewed"], m["removed"], m["removed_by_second_run"]]
+            for t in ("dedupe-small", "dedupe-large")
+            for m in [result[t]["merge"]]
+        ],
     )
     print_table(
         f"Similar, service time ({result['load']['chunks']} chunks in the table)",
