@@ -192,9 +192,9 @@ def judge(
 
 
 async def dedupe_part(
-    db: BenchDatabase, tenant_id: str, planted: dict[int, int], ids: list[uuid.UUID]
+    db: BenchDatabase, tenant_id: str, planted: dict[int, int], ids: list[uuid.UUID], ef: int
 ) -> dict[str, Any]:
-    request = DedupeRequest(similarity_threshold=THRESHOLD, limit=50_000)
+    request = DedupeRequest(similarity_threshold=THRESHOLD, limit=50_000, ef_search=ef)
     began = time.perf_counter()
     outcome = await find_duplicates(
         db.sessions, tenant_id=tenant_id, model_id=MODEL, request=request
@@ -219,10 +219,12 @@ async def dedupe_part(
     }
 
 
-async def merge_part(db: BenchDatabase, tenant_id: str, previewed: int) -> dict[str, Any]:
+async def merge_part(db: BenchDatabase, tenant_id: str, previewed: int, ef: int) -> dict[str, Any]:
     """The real merge (POST /api/rag/dedupe with dry_run false), then a second one that must
     find nothing more to remove."""
-    request = DedupeRequest(similarity_threshold=THRESHOLD, limit=50_000, dry_run=False)
+    request = DedupeRequest(
+        similarity_threshold=THRESHOLD, limit=50_000, dry_run=False, ef_search=ef
+    )
     began = time.perf_counter()
     merged = await dedupe(db.sessions, tenant_id=tenant_id, model_id=MODEL, request=request)
     merge_s = time.perf_counter() - began
@@ -283,14 +285,16 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
             ("dedupe-large", large_planted),
         ):
             log(f"dedupe {tenant_id}")
-            result[tenant_id] = await dedupe_part(db, tenant_id, planted, ids[tenant_id])
+            result[tenant_id] = await dedupe_part(
+                db, tenant_id, planted, ids[tenant_id], args.ef_search
+            )
             log(f"  {result[tenant_id]}")
         log("similar")
         result["similar"] = await similar_part(db, "dedupe-large", ids["dedupe-large"], args.probes)
         for tenant_id in ("dedupe-small", "dedupe-large"):
             log(f"merge {tenant_id}")
             previewed = result[tenant_id]["previewed"]
-            result[tenant_id]["merge"] = await merge_part(db, tenant_id, previewed)
+            result[tenant_id]["merge"] = await merge_part(db, tenant_id, previewed, args.ef_search)
     return result
 
 
@@ -343,6 +347,7 @@ def main() -> None:
     parser.add_argument("--filler-docs", type=int, default=8_000)
     parser.add_argument("--chunks-per-doc", type=int, default=5)
     parser.add_argument("--probes", type=int, default=300)
+    parser.add_argument("--ef-search", type=int, default=40)  # what the doors pass by default
     args = parser.parse_args()
     result = asyncio.run(run(args))
     report(result)

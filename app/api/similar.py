@@ -160,7 +160,7 @@ async def dedupe_documents(
         limit=body.limit,
         collections=body.collections,
         use_index=body.use_index,
-        ef_search=resources.settings.search_ef_search_default,
+        ef_search=body.ef_search or resources.settings.search_ef_search_default,
     )
     outcome = await dedupe(
         resources.sessions,

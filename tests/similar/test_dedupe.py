@@ -66,6 +66,8 @@ async def test_planted_duplicates_form_one_group_and_nothing_else(tenant: Tenant
     assert groups_of(exact, names) == [set(PLANTED)]
     alias = await dedupe(tenant, similarity_threshold=THRESHOLD, use_lsh=False)
     assert groups_of(alias, names) == [set(PLANTED)]
+    deeper = await dedupe(tenant, similarity_threshold=THRESHOLD, ef_search=200)
+    assert groups_of(deeper, names) == [set(PLANTED)]
 
 
 async def test_default_threshold_finds_the_one_word_change_only(tenant: TenantClient) -> None:
@@ -220,6 +222,8 @@ async def http_for_scopes(
         ({"dry_run": "perhaps"}, "dry_run"),
         ({"collections": [""]}, "collections.0"),
         ({"use_index": False, "limit": 10_000}, "use_index"),
+        ({"ef_search": 0}, "ef_search"),
+        ({"ef_search": 1001}, "ef_search"),
         ({"surprise": 1}, "surprise"),
     ],
 )

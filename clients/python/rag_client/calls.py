@@ -223,6 +223,7 @@ class DedupeOptions(TypedDict, total=False):
     limit: int | None
     collections: Sequence[str] | None
     use_index: bool | None
+    ef_search: int | None
 
 
 def dedupe(options: DedupeOptions) -> Call[DedupeResult]:

@@ -42,6 +42,7 @@ class DedupeRequest(Body):
     limit: int | None = None
     collections: list[str] | None = None
     use_index: bool | None = None
+    ef_search: int | None = None
 
 
 class DocumentRef(Reply):
