@@ -92,7 +92,7 @@ class Settings(BaseSettings):
     search_bm25_b: float = Field(default=0.4, ge=0.0, le=1.0)
     search_keyword_max_terms: int = Field(default=32, ge=1, le=256)
     search_fusion: Literal["rrf", "weighted"] = "weighted"
-    search_fusion_vector_weight: float = Field(default=0.5, ge=0.0, le=1.0)
+    search_fusion_vector_weight: float = Field(default=0.6, ge=0.0, le=1.0)
     dedicated_index_min_chunks: int = Field(default=5_000, ge=1)  # `rag index`
     query_max_chars: int = Field(default=10_000, ge=1)
 

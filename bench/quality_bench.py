@@ -63,9 +63,9 @@ from app.retrieval import (
     fuse,
     search,
     search_request,
-    weighted_fuse,
 )
 from app.retrieval.bm25 import keyword_query
+from app.retrieval.fusion import normalised
 from app.settings import Settings
 
 DATA = ROOT.parent / "shared" / "data"
@@ -235,9 +235,24 @@ async def references(
             back[u] for u, _ in fuse([dense_u, lexical_u], k=60)[:10]
         ]
         out["ref: weighted 0.5 of exact dense + rank-bm25"][qid] = [
-            back[u] for u, _ in weighted_fuse(dense_u, lexical_u, vector_weight=0.5)[:10]
+            back[u] for u, _ in minmax_fuse(dense_u, lexical_u, vector_weight=0.5)[:10]
         ]
     return out
+
+
+def minmax_fuse(
+    vector: Sequence[tuple[uuid.UUID, float]],
+    keyword: Sequence[tuple[uuid.UUID, float]],
+    *,
+    vector_weight: float,
+) -> list[tuple[uuid.UUID, float]]:
+    """The reference weighted fusion: each leg min-max normalised over its own candidates, a
+    candidate missing from a leg scored 0 there (the service's rule until 2026-11-24)."""
+    scores: dict[uuid.UUID, float] = {}
+    for ranking, weight in ((vector, vector_weight), (keyword, 1.0 - vector_weight)):
+        for chunk_id, value in normalised(ranking):
+            scores[chunk_id] = scores.get(chunk_id, 0.0) + weight * value
+    return sorted(scores.items(), key=lambda item: (-item[1], str(item[0])))
 
 
 async def sweep(service: Service, dev: BeirSet, weights: Sequence[float]) -> dict[str, Any]:

@@ -77,7 +77,12 @@ class SearchIn(Strict):
     ] = None
     vector_weight: Annotated[
         float | None,
-        Field(ge=0.0, le=1.0, description="Weighted fusion: the vector ranking's share."),
+        Field(
+            ge=0.0,
+            le=1.0,
+            description="Weighted fusion: the vector side's share w (default 0.6); score = "
+            "w * cosine + (1 - w) * BM25 / the query's highest possible BM25 score.",
+        ),
     ] = None
     diversity: Annotated[
         float | None,

@@ -113,6 +113,21 @@ async def query_stats(session: AsyncSession, tenant_id: str, query: str) -> Quer
     return QueryStats(terms, tokens / max(n, 1) or 1.0)
 
 
+@dataclass(frozen=True, slots=True)
+class Bm25Ranking:
+    """The best chunks by BM25, best first, with what scored them."""
+
+    ranked: list[tuple[uuid.UUID, float]]
+    query: str  # as bounded
+    stats: QueryStats
+    params: Bm25Params
+
+    @property
+    def ceiling(self) -> float:
+        """The largest score any chunk can reach for this query in this tenant."""
+        return sum(t.idf for t in self.stats.terms) * (self.params.k1 + 1.0)
+
+
 async def bm25_ranked(
     session: AsyncSession,
     *,
@@ -121,8 +136,8 @@ async def bm25_ranked(
     where: Sequence[ColumnElement[bool]],
     fetch: int,
     params: Bm25Params,
-) -> list[tuple[uuid.UUID, float]]:
-    """(chunk id, BM25 score) of the best `fetch` chunks matching `query`, best first.
+) -> Bm25Ranking:
+    """The best `fetch` chunks matching `query` by BM25, best first.
 
     Exact top-`fetch` with MaxScore pruning: a term adds at most idf * (k1 + 1) to any
     chunk's score. The candidates are first only the chunks holding one of the rarest terms
@@ -135,7 +150,7 @@ async def bm25_ranked(
     query = bounded_query(query, params.max_terms)
     stats = await query_stats(session, tenant_id, query)
     if not stats.terms:
-        return []
+        return Bm25Ranking([], query, stats, params)
     bounds = [t.idf * (params.k1 + 1.0) for t in stats.terms]
     dfs = [t.df for t in stats.terms]
     essential = _widened(dfs, 0, CANDIDATES_PER_RESULT * fetch)
@@ -144,8 +159,29 @@ async def bm25_ranked(
         rows = [(row.id, float(row.score)) for row in await session.execute(stmt)]
         rest = sum(bounds[essential:])
         if essential == len(stats.terms) or (len(rows) >= fetch and rows[-1][1] > rest):
-            return rows
+            return Bm25Ranking(rows, query, stats, params)
         essential = _widened(dfs, essential, 2 * sum(dfs[:essential]))
+
+
+async def bm25_scores(
+    session: AsyncSession, ranking: Bm25Ranking, chunk_ids: Sequence[uuid.UUID]
+) -> dict[uuid.UUID, float]:
+    """The BM25 scores of given chunks for the ranking's query (0 for a chunk holding none of
+    its terms, or not matching its operators): hybrid search scores the vector leg's chunks
+    that the keyword leg did not return."""
+    if not chunk_ids or not ranking.stats.terms:
+        return dict.fromkeys(chunk_ids, 0.0)
+    terms = len(ranking.stats.terms)
+    stmt = bm25_statement(
+        ranking.query,
+        ranking.stats,
+        terms,
+        [Chunk.id.in_(list(chunk_ids))],
+        len(chunk_ids),
+        ranking.params,
+    )
+    scored = {row.id: float(row.score) for row in await session.execute(stmt)}
+    return {chunk_id: scored.get(chunk_id, 0.0) for chunk_id in chunk_ids}
 
 
 def _widened(dfs: Sequence[int], essential: int, postings: int) -> int:

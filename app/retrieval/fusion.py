@@ -1,19 +1,22 @@
 """Hybrid fusion of a vector ranking and a BM25 ranking.
 
+- `weighted` (the default; docs/BENCHMARKS.md has the measurements behind it): every candidate
+  of either leg gets *both* its scores (the vector leg's chunks are scored by BM25 too, the
+  keyword leg's get their cosine similarity), each on an absolute scale:
+  score = w * max(cosine, 0) + (1 - w) * BM25 / ceiling, where the ceiling is the largest BM25
+  score the query can reach in the tenant (the sum over its terms of idf * (k1 + 1)). So a
+  chunk that matches only the query's common words adds little, however it ranks among the
+  keyword candidates, and a candidate missing from one leg is not scored 0 there. The score is
+  in [0, 1] and means the same from one query to the next.
 - `rrf`: reciprocal rank fusion, score = sum over rankings of 1 / (k + rank), rank from 1. Uses
   ranks only, so it cannot tell a clear winner from a near tie.
-- `weighted` (the default; docs/BENCHMARKS.md has the measurements behind it): each leg's
-  scores are min-max normalised over its own candidates (best 1, worst 0; a lone candidate
-  1), then score = w * vector + (1 - w) * keyword, a leg that did not return a chunk giving it
-  0. BM25 scores have no fixed scale (they grow with the query's length and its terms'
-  rarity) and cosine similarities of one model crowd into a narrow band, so both are brought
-  to [0, 1] per query before they are weighed.
 """
 
 from __future__ import annotations
 
 import uuid
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from enum import StrEnum
 
 
@@ -23,6 +26,15 @@ class FusionMethod(StrEnum):
 
 
 Ranking = Sequence[tuple[uuid.UUID, float]]
+
+
+@dataclass(frozen=True, slots=True)
+class BothScores:
+    """A hybrid candidate's cosine similarity to the query and its BM25 score (0 when it holds
+    none of the query's terms)."""
+
+    cosine: float
+    bm25: float
 
 
 def fuse(rankings: Sequence[Ranking], *, k: int) -> list[tuple[uuid.UUID, float]]:
@@ -35,13 +47,14 @@ def fuse(rankings: Sequence[Ranking], *, k: int) -> list[tuple[uuid.UUID, float]
 
 
 def weighted_fuse(
-    vector: Ranking, keyword: Ranking, *, vector_weight: float
+    candidates: Mapping[uuid.UUID, BothScores], *, ceiling: float, vector_weight: float
 ) -> list[tuple[uuid.UUID, float]]:
-    """w * min-max(vector) + (1 - w) * min-max(keyword), per chunk."""
-    scores: dict[uuid.UUID, float] = {}
-    for ranking, weight in ((vector, vector_weight), (keyword, 1.0 - vector_weight)):
-        for chunk_id, value in normalised(ranking):
-            scores[chunk_id] = scores.get(chunk_id, 0.0) + weight * value
+    """w * max(cosine, 0) + (1 - w) * BM25 / ceiling, per candidate, best first."""
+    lexical = (1.0 - vector_weight) / ceiling if ceiling > 0 else 0.0
+    scores = {
+        chunk_id: vector_weight * max(both.cosine, 0.0) + lexical * both.bm25
+        for chunk_id, both in candidates.items()
+    }
     return _best_first(scores)
 
 

@@ -38,10 +38,10 @@ from app.db.models import Chunk, Collection, Document
 from app.db.tenancy import SessionMaker, tenant_transaction
 from app.embeddings import Embedder
 from app.retrieval.access import AccessCounter
-from app.retrieval.bm25 import Bm25Params, bm25_ranked
+from app.retrieval.bm25 import Bm25Params, Bm25Ranking, bm25_ranked, bm25_scores
 from app.retrieval.diversity import mmr
 from app.retrieval.filters import SearchFilters, conditions
-from app.retrieval.fusion import FusionMethod, fuse, weighted_fuse
+from app.retrieval.fusion import BothScores, FusionMethod, fuse, weighted_fuse
 
 
 class SearchMode(StrEnum):
@@ -62,7 +62,7 @@ class SearchRequest:
     candidates: int = 40  # over-fetch per ranking, at least top_k
     bm25: Bm25Params = field(default_factory=Bm25Params)
     fusion: FusionMethod = FusionMethod.WEIGHTED
-    vector_weight: float = 0.5  # weighted fusion: the vector leg's share
+    vector_weight: float = 0.6  # weighted fusion: the vector leg's share
     diversity: float | None = None  # MMR's lambda in (0, 1]; None or 0: ranking order
 
 
@@ -204,11 +204,31 @@ async def _ranked(
         params=request.bm25,
     )
     if request.mode is SearchMode.KEYWORD:
-        return lexical
+        return lexical.ranked
     nearest = await _nearest(session, vector, where, request)
     if request.fusion is FusionMethod.RRF:
-        return fuse([nearest, lexical], k=request.rrf_k)
-    return weighted_fuse(nearest, lexical, vector_weight=request.vector_weight)
+        return fuse([nearest, lexical.ranked], k=request.rrf_k)
+    both = await _both_scores(session, vector, nearest, lexical)
+    return weighted_fuse(both, ceiling=lexical.ceiling, vector_weight=request.vector_weight)
+
+
+async def _both_scores(
+    session: AsyncSession,
+    vector: list[float],
+    nearest: Sequence[tuple[uuid.UUID, float]],
+    lexical: Bm25Ranking,
+) -> dict[uuid.UUID, BothScores]:
+    """Every candidate of either leg with its cosine similarity and its BM25 score: the
+    vector leg's chunks missing from the keyword leg are scored by BM25, the keyword leg's
+    missing from the vector leg get their cosine (two statements of at most 40 rows by key)."""
+    cosine = dict(nearest)
+    bm25 = dict(lexical.ranked)
+    bm25 |= await bm25_scores(session, lexical, [c for c in cosine if c not in bm25])
+    if missing := [c for c in bm25 if c not in cosine]:
+        similarity = literal(1.0) - Chunk.embedding.cosine_distance(vector)
+        rows = await session.execute(select(Chunk.id, similarity).where(Chunk.id.in_(missing)))
+        cosine |= {row[0]: float(row[1]) for row in rows}
+    return {c: BothScores(cosine.get(c, 0.0), bm25.get(c, 0.0)) for c in {*cosine, *bm25}}
 
 
 def _candidates(

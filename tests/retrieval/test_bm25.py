@@ -9,7 +9,7 @@ import pytest
 from sqlalchemy import delete, select, update
 
 from app.db import bm25 as bm25_stats
-from app.db.models import Bm25Term, Chunk
+from app.db.models import Bm25Corpus, Bm25Term, Chunk
 from app.db.tenancy import SessionMaker, tenant_transaction
 from app.ingest.catalog import delete_document
 from app.ingest.documents import DocumentInput, IngestResult, ingest_documents
@@ -25,6 +25,7 @@ from app.retrieval import (
     weighted_fuse,
 )
 from app.retrieval.bm25 import bounded_query
+from app.retrieval.fusion import BothScores
 from tests.conftest import registered_tenant, small_chunker
 from tests.fakes import WordHashEmbedder
 
@@ -289,18 +290,61 @@ async def test_hybrid_finds_the_keyword_only_and_the_paraphrase_only_match(
     assert set(keyword_only) == {"lexical"}
 
 
-def test_weighted_fusion_normalises_each_leg() -> None:
+def test_weighted_fusion_puts_both_scores_on_absolute_scales() -> None:
     a, b, c = uuid.uuid4(), uuid.uuid4(), uuid.uuid4()
-    vector = [(a, 0.62), (b, 0.60), (c, 0.58)]
-    keyword_scores = [(c, 14.0), (a, 2.0)]
-    fused = dict(weighted_fuse(vector, keyword_scores, vector_weight=0.5))
-    assert fused[a] == pytest.approx(0.5 * 1.0 + 0.5 * 0.0)
-    assert fused[b] == pytest.approx(0.5 * 0.5)
-    assert fused[c] == pytest.approx(0.5 * 0.0 + 0.5 * 1.0)
-    only_vector = weighted_fuse(vector, keyword_scores, vector_weight=1.0)
-    assert [chunk for chunk, _ in only_vector][:3] == [a, b, c]
-    rrf = dict(fuse([vector, keyword_scores], k=60))
+    both = {
+        a: BothScores(cosine=0.62, bm25=2.0),
+        b: BothScores(cosine=0.60, bm25=0.0),
+        c: BothScores(cosine=-0.1, bm25=14.0),  # a negative cosine counts as 0
+    }
+    fused = dict(weighted_fuse(both, ceiling=20.0, vector_weight=0.6))
+    assert fused[a] == pytest.approx(0.6 * 0.62 + 0.4 * 0.1)
+    assert fused[b] == pytest.approx(0.6 * 0.60)
+    assert fused[c] == pytest.approx(0.4 * 0.7)
+    assert [chunk for chunk, _ in weighted_fuse(both, ceiling=20.0, vector_weight=1.0)] == [
+        a,
+        b,
+        c,
+    ]
+    # No query term in the tenant: the ceiling is 0 and the vector side decides alone.
+    assert dict(weighted_fuse(both, ceiling=0.0, vector_weight=0.6))[c] == 0.0
+    rrf = dict(fuse([[(a, 0.62), (b, 0.6)], [(c, 14.0), (a, 2.0)]], k=60))
     assert rrf[a] == pytest.approx(1 / 61 + 1 / 62)
+
+
+async def test_hybrid_scores_every_candidate_on_both_sides(
+    sessions: SessionMaker, embedder: WordHashEmbedder
+) -> None:
+    """A chunk found by one leg only still gets its real score on the other: the fused
+    score is exactly w * cosine + (1 - w) * BM25 / ceiling, whichever leg found it."""
+    tenant_id = await registered_tenant(sessions)
+    texts = {f"filler{i}": f"unrelated filler text number {i}" for i in range(50)}
+    texts |= {"target": "zircon crystals grow slowly", "other": "zircon in sand"}
+    await ingest(sessions, embedder, tenant_id, texts)
+    query = "zircon crystals"
+    outcomes = {}
+    for mode in SearchMode:
+        request = SearchRequest(query=query, mode=mode, top_k=60, candidates=60)
+        outcomes[mode] = await search(sessions, embedder, tenant_id=tenant_id, request=request)
+    bm25 = {hit.chunk_id: hit.score for hit in outcomes[SearchMode.KEYWORD].hits}
+    cosine = {hit.chunk_id: hit.similarity for hit in outcomes[SearchMode.VECTOR].hits}
+    async with tenant_transaction(sessions, tenant_id) as session:
+        n = await session.scalar(select(Bm25Corpus.chunks))
+        dfs = (
+            await session.execute(
+                select(Bm25Term.lexeme, Bm25Term.df).where(
+                    Bm25Term.lexeme.in_(["zircon", "crystal"])
+                )
+            )
+        ).all()
+    assert n == len(texts)
+    assert len(dfs) == 2
+    idfs = [math.log(1 + (n - df + 0.5) / (df + 0.5)) for _lexeme, df in dfs]
+    ceiling = sum(idfs) * (K1 + 1)
+    for hit in outcomes[SearchMode.HYBRID].hits:
+        expected = 0.6 * cosine[hit.chunk_id] + 0.4 * bm25.get(hit.chunk_id, 0.0) / ceiling
+        assert hit.score == pytest.approx(expected, abs=2e-6), hit.external_id
+    assert outcomes[SearchMode.HYBRID].hits[0].external_id == "target"
 
 
 async def test_maxscore_pruning_returns_the_exact_top(
