@@ -39,7 +39,7 @@ async def _each(
 
 def table(checks: list[bm25.Bm25Check], title: str) -> Table:
     table = Table(title=title)
-    for name in ("tenant", "chunks", "terms", "corpus", "wrong terms", "status"):
+    for name in ("tenant", "chunks", "terms", "corpus", "wrong terms", "wrong postings", "status"):
         table.add_column(name, justify="left" if name in {"tenant", "status"} else "right")
     for c in checks:
         table.add_row(
@@ -48,6 +48,7 @@ def table(checks: list[bm25.Bm25Check], title: str) -> Table:
             str(c.terms),
             "ok" if c.corpus_ok else "differs",
             str(c.wrong_terms),
+            str(c.wrong_postings),
             "ok" if c.ok else "[red]differs[/red]",
         )
     return table

@@ -1,5 +1,5 @@
-"""BM25 statistics maintenance: recount a tenant's statistics from its chunks, compare them
-with the stored ones (`rag bm25 verify`), or replace them (`rag bm25 rebuild`).
+"""BM25 statistics maintenance: recount a tenant's statistics and postings from its chunks,
+compare them with the stored ones (`rag bm25 verify`), or replace them (`rag bm25 rebuild`).
 
 The triggers of migration 0003 keep `bm25_corpus` and `bm25_terms` exact in every write's
 own transaction; this is the check, and the repair should anything (a restore of one table, a
@@ -16,7 +16,7 @@ from sqlalchemy import delete, func, insert, select, text
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from app.db.models import Bm25Corpus, Bm25Term, Chunk
+from app.db.models import Bm25Corpus, Bm25Posting, Bm25Term, Chunk
 from app.db.tenancy import SessionMaker, tenant_transaction
 
 
@@ -34,10 +34,11 @@ class Bm25Check:
     terms: int
     corpus_ok: bool
     wrong_terms: int  # lexemes whose stored df differs from the recount (missing ones too)
+    wrong_postings: int = 0  # postings missing, extra or with another tf / dl
 
     @property
     def ok(self) -> bool:
-        return self.corpus_ok and self.wrong_terms == 0
+        return self.corpus_ok and self.wrong_terms == 0 and self.wrong_postings == 0
 
 
 async def recount(session: AsyncSession) -> Bm25Stats:
@@ -62,9 +63,35 @@ async def stored(session: AsyncSession) -> Bm25Stats:
     return Bm25Stats(int(chunks), int(tokens), {lexeme: int(df) for lexeme, df in rows})
 
 
+# The postings the tenant's chunks have (migration 0007's rule), and the count of rows on
+# which they and the stored ones differ, both ways.
+COUNTED_POSTINGS = """
+  SELECT c.tenant_id, l.lexeme, c.id AS chunk_id,
+         coalesce(array_length(l.positions, 1), 1)::smallint AS tf, c.search_length AS dl
+  FROM chunks c, unnest(c.search_vector) AS l
+"""
+POSTINGS_DIFFER = text(
+    f"""
+    WITH counted AS MATERIALIZED ({COUNTED_POSTINGS}),
+    kept AS MATERIALIZED (SELECT tenant_id, lexeme, chunk_id, tf, dl FROM bm25_postings)
+    SELECT (SELECT count(*) FROM (SELECT * FROM counted EXCEPT SELECT * FROM kept) a)
+         + (SELECT count(*) FROM (SELECT * FROM kept EXCEPT SELECT * FROM counted) b)
+    """
+)
+
+REBUILD_POSTINGS = text(
+    f"INSERT INTO bm25_postings (tenant_id, lexeme, chunk_id, tf, dl) {COUNTED_POSTINGS}"
+)
+
+REBUILD_POSTINGS = text(
+    f"INSERT INTO bm25_postings (tenant_id, lexeme, chunk_id, tf, dl) {COUNTED_POSTINGS}"
+)
+
+
 async def verify(sessions: SessionMaker, tenant_id: str) -> Bm25Check:
     async with tenant_transaction(sessions, tenant_id) as session:
         counted, kept = await recount(session), await stored(session)
+        wrong_postings = int(await session.scalar(POSTINGS_DIFFER) or 0)
     wrong = sum(
         1
         for lexeme in counted.terms.keys() | kept.terms.keys()
@@ -76,6 +103,7 @@ async def verify(sessions: SessionMaker, tenant_id: str) -> Bm25Check:
         terms=len(counted.terms),
         corpus_ok=(counted.chunks, counted.tokens) == (kept.chunks, kept.tokens),
         wrong_terms=wrong,
+        wrong_postings=wrong_postings,
     )
 
 
@@ -104,4 +132,6 @@ async def rebuild(sessions: SessionMaker, tenant_id: str) -> Bm25Check:
                     for lexeme, df in sorted(counted.terms.items())
                 ],
             )
+        await session.execute(delete(Bm25Posting).where(Bm25Posting.tenant_id == tenant_id))
+        await session.execute(REBUILD_POSTINGS)
     return await verify(sessions, tenant_id)

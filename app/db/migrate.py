@@ -27,16 +27,22 @@ def alembic_config(*, embedding_dimensions: int, app_role: str) -> Config:
 
 
 async def migrate(
-    owner_url: str, *, embedding_dimensions: int, app_role: str, app_url: str | None = None
+    owner_url: str,
+    *,
+    embedding_dimensions: int,
+    app_role: str,
+    app_url: str | None = None,
+    revision: str = "head",
 ) -> None:
-    """Upgrade to head as the owner; then let the runtime role log in with its URL's password."""
+    """Upgrade to `revision` as the owner; then let the runtime role log in with its URL's
+    password."""
     config = alembic_config(embedding_dimensions=embedding_dimensions, app_role=app_role)
     engine = create_async_engine(async_url(owner_url))
     try:
         async with engine.connect() as conn:
             await conn.execute(text("select pg_advisory_lock(:k)"), {"k": _MIGRATION_LOCK})
             try:
-                await conn.run_sync(_upgrade, config)
+                await conn.run_sync(_upgrade, config, revision)
                 await conn.commit()
                 await _enable_login(conn, app_role=app_role, app_url=app_url)
             finally:
@@ -46,9 +52,9 @@ async def migrate(
         await engine.dispose()
 
 
-def _upgrade(conn: Connection, config: Config) -> None:
+def _upgrade(conn: Connection, config: Config, revision: str) -> None:
     config.attributes["connection"] = conn
-    command.upgrade(config, "head")
+    command.upgrade(config, revision)
 
 
 async def _enable_login(conn: AsyncConnection, *, app_role: str, app_url: str | None) -> None:

@@ -20,6 +20,7 @@ from sqlalchemy import (
     Index,
     Integer,
     MetaData,
+    SmallInteger,
     String,
     Text,
     UniqueConstraint,
@@ -227,6 +228,22 @@ class Bm25Term(Base):
     )
     lexeme: Mapped[str] = mapped_column(Text, primary_key=True)
     df: Mapped[int] = mapped_column(Integer, nullable=False)
+
+
+class Bm25Posting(Base):
+    """Per tenant, lexeme and chunk: the lexeme's frequency in the chunk and the chunk's
+    length, so keyword search reads its terms' index entries, never the chunks' tsvectors.
+    Kept by triggers (migration 0007); the primary key carries tf and dl (INCLUDE)."""
+
+    __tablename__ = "bm25_postings"
+
+    tenant_id: Mapped[str] = mapped_column(
+        ForeignKey("tenants.id", ondelete="CASCADE"), primary_key=True
+    )
+    lexeme: Mapped[str] = mapped_column(Text, primary_key=True)
+    chunk_id: Mapped[uuid.UUID] = mapped_column(UUID, primary_key=True)
+    tf: Mapped[int] = mapped_column(SmallInteger, nullable=False)
+    dl: Mapped[int] = mapped_column(Integer, nullable=False)
 
 
 class AuditEntry(Base):

@@ -10,11 +10,13 @@ tf(t, d) is the number of positions of t in the chunk's tsvector, |d| its `searc
 positions). Documents and queries go through the same analyser, PostgreSQL's `english` text
 search configuration (Snowball stemming, its stop words).
 
-One statement: the query's lexemes with their IDF (a few primary-key lookups), the candidates
-from the GIN index (`search_vector @@ tsquery`: the tenant's chunks containing any query term,
-or what the user's operators ask for), and for each candidate tf of the query's lexemes only:
-`setweight` marks them in the chunk's tsvector and `ts_filter` keeps them, two C functions
-instead of unnesting every lexeme of every candidate.
+Term at a time over postings (migration 0007: one row per tenant, lexeme and chunk with tf and
+|d|, the primary key carrying both): one index-only range scan per query term, scores summed
+per chunk in a hash aggregate, then the chunks in score order are checked against the search's
+filters (and RLS) one by one until `fetch` of them pass, so a chunk that will not be returned
+is never read. With narrowing filters (collections, source types, documents, metadata) the
+chunks that pass come first instead, and only their postings count. Work is proportional to
+the query terms' postings: no chunk's tsvector is read unless the query has operators.
 """
 
 from __future__ import annotations
@@ -26,11 +28,24 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import ColumnElement, Float, Select, Text, cast, func, literal, select, text
+from sqlalchemy import (
+    ColumnElement,
+    Float,
+    Select,
+    Subquery,
+    Text,
+    any_,
+    cast,
+    func,
+    literal,
+    select,
+    true,
+)
 from sqlalchemy.dialects.postgresql import ARRAY, TSQUERY
 from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy.sql.elements import Grouping
 
-from app.db.models import Bm25Corpus, Bm25Term, Chunk
+from app.db.models import Bm25Corpus, Bm25Posting, Bm25Term, Chunk
 
 TEXT_SEARCH_CONFIG = "english"
 # Quotes, OR in capitals, or a leading minus: the user wrote web-search syntax, so it is taken
@@ -38,9 +53,8 @@ TEXT_SEARCH_CONFIG = "english"
 # it would AND every other word of a natural-language question and match nothing.
 EXPLICIT_OPERATORS = re.compile(r'"|\bOR\b|(?:^|\s)-\w')
 WORD = re.compile(r"\w+")
-# MaxScore (see bm25_ranked): the first candidates come from the rarest terms, until their
-# postings reach this many per wanted result; each widening doubles them.
-CANDIDATES_PER_RESULT = 4
+# Unfiltered keyword search checks the best WINDOW_PER_RESULT x fetch chunks first.
+WINDOW_PER_RESULT = 4
 
 
 @dataclass(frozen=True, slots=True)
@@ -118,6 +132,7 @@ class Bm25Ranking:
     """The best chunks by BM25, best first, with what scored them."""
 
     ranked: list[tuple[uuid.UUID, float]]
+    tenant_id: str
     query: str  # as bounded
     stats: QueryStats
     params: Bm25Params
@@ -136,31 +151,32 @@ async def bm25_ranked(
     where: Sequence[ColumnElement[bool]],
     fetch: int,
     params: Bm25Params,
+    narrowed: bool = False,
 ) -> Bm25Ranking:
-    """The best `fetch` chunks matching `query` by BM25, best first.
-
-    Exact top-`fetch` with MaxScore pruning: a term adds at most idf * (k1 + 1) to any
-    chunk's score. The candidates are first only the chunks holding one of the rarest terms
-    (the "essential" ones: at least one, until their postings reach 4 x `fetch`); every
-    candidate is scored on all the query's terms. If the `fetch`-th score beats the sum of
-    the other terms' bounds, no chunk without an essential term can enter the top: done.
-    Otherwise more terms become essential (their postings at least doubled) and the statement
-    runs again, at worst with all terms, i.e. every match.
-    """
+    """The best `fetch` chunks matching `query` by BM25 (exact), best first; `where` are the
+    search's conditions on chunks, `narrowed` says they filter beyond tenant and model."""
     query = bounded_query(query, params.max_terms)
     stats = await query_stats(session, tenant_id, query)
     if not stats.terms:
-        return Bm25Ranking([], query, stats, params)
-    bounds = [t.idf * (params.k1 + 1.0) for t in stats.terms]
-    dfs = [t.df for t in stats.terms]
-    essential = _widened(dfs, 0, CANDIDATES_PER_RESULT * fetch)
-    while True:
-        stmt = bm25_statement(query, stats, essential, where, fetch, params)
+        return Bm25Ranking([], tenant_id, query, stats, params)
+    conditions = [*where, *_operators(query)]
+    scored = _scored(tenant_id, stats, params)
+    if narrowed:
+        passing = select(Chunk.id).where(*conditions)
+        scored = scored.where(Bm25Posting.chunk_id.in_(passing))
+        stmt = _best(scored.subquery("scored"), fetch)
         rows = [(row.id, float(row.score)) for row in await session.execute(stmt)]
-        rest = sum(bounds[essential:])
-        if essential == len(stats.terms) or (len(rows) >= fetch and rows[-1][1] > rest):
-            return Bm25Ranking(rows, query, stats, params)
-        essential = _widened(dfs, essential, 2 * sum(dfs[:essential]))
+        return Bm25Ranking(rows, tenant_id, query, stats, params)
+    # The best WINDOW_PER_RESULT x fetch by a top-N sort first; the whole order only when too
+    # few of those pass (a filter on the model during a reindex, say) and there are more.
+    window = WINDOW_PER_RESULT * fetch
+    postings = sum(t.df for t in stats.terms)  # at least as many as the chunks scored
+    for limit in (window, None):
+        stmt = _best_passing(scored.subquery("scored"), conditions, fetch, window=limit)
+        rows = [(row.id, float(row.score)) for row in await session.execute(stmt)]
+        if len(rows) >= fetch or postings <= window:
+            break
+    return Bm25Ranking(rows, tenant_id, query, stats, params)
 
 
 async def bm25_scores(
@@ -171,75 +187,66 @@ async def bm25_scores(
     that the keyword leg did not return."""
     if not chunk_ids or not ranking.stats.terms:
         return dict.fromkeys(chunk_ids, 0.0)
-    terms = len(ranking.stats.terms)
-    stmt = bm25_statement(
-        ranking.query,
-        ranking.stats,
-        terms,
-        [Chunk.id.in_(list(chunk_ids))],
-        len(chunk_ids),
-        ranking.params,
+    scored = _scored(ranking.tenant_id, ranking.stats, ranking.params).where(
+        Bm25Posting.chunk_id.in_(list(chunk_ids))
     )
-    scored = {row.id: float(row.score) for row in await session.execute(stmt)}
-    return {chunk_id: scored.get(chunk_id, 0.0) for chunk_id in chunk_ids}
+    if operators := _operators(ranking.query):
+        scored = scored.where(Bm25Posting.chunk_id.in_(select(Chunk.id).where(*operators)))
+    found = {row.chunk_id: float(row.score) for row in await session.execute(scored)}
+    return {chunk_id: found.get(chunk_id, 0.0) for chunk_id in chunk_ids}
 
 
-def _widened(dfs: Sequence[int], essential: int, postings: int) -> int:
-    """More essential terms (rarest first): at least one more, until their df sum reaches
-    `postings`."""
-    essential += 1
-    while essential < len(dfs) and sum(dfs[:essential]) < postings:
-        essential += 1
-    return min(essential, len(dfs))
-
-
-def bm25_statement(
-    query: str,
-    stats: QueryStats,
-    essential: int,
-    where: Sequence[ColumnElement[bool]],
-    fetch: int,
-    params: Bm25Params,
-) -> Select[Any]:
-    """Score the chunks holding one of the first `essential` terms (and matching the query's
-    operators, if it has any) on all of `stats.terms`; the best `fetch`."""
-    lexemes = [t.lexeme for t in stats.terms]
-    terms = (
-        func.unnest(
-            literal(lexemes, ARRAY(Text)), literal([t.idf for t in stats.terms], ARRAY(Float))
-        )
-        .table_valued("lexeme", "idf")
-        .render_derived(name="terms", with_types=False)
-    )
-    any_essential = " | ".join(_quoted(lexeme) for lexeme in lexemes[:essential])
-    conditions = [Chunk.search_vector.op("@@")(cast(literal(any_essential), TSQUERY)), *where]
+def _operators(query: str) -> list[ColumnElement[bool]]:
+    """A query with web-search operators must also match them (phrases, exclusions, OR)."""
     if EXPLICIT_OPERATORS.search(query):
-        conditions.append(Chunk.search_vector.op("@@")(keyword_query(query)))
-    candidates = (
-        select(Chunk.id, Chunk.search_vector, Chunk.search_length)
-        .where(*conditions)
-        .cte("candidates")
-        .prefix_with("MATERIALIZED")
+        return [Chunk.search_vector.op("@@")(keyword_query(query))]
+    return []
+
+
+def _scored(tenant_id: str, stats: QueryStats, params: Bm25Params) -> Select[Any]:
+    """(chunk_id, score) of every chunk holding a query term, from the postings alone. Every
+    number is a float8 parameter: numeric arithmetic would cost more than the scan."""
+    lexemes = literal([t.lexeme for t in stats.terms], ARRAY(Text))
+    idfs = literal([t.idf for t in stats.terms], ARRAY(Float))
+    idf = Grouping(idfs)[func.array_position(lexemes, Bm25Posting.lexeme)]
+    tf = cast(Bm25Posting.tf, Float)
+    norm = literal(params.k1 * (1.0 - params.b), Float) + literal(
+        params.k1 * params.b / stats.avgdl, Float
+    ) * cast(Bm25Posting.dl, Float)
+    score: ColumnElement[Any] = func.sum(
+        idf * tf * literal(params.k1 + 1.0, Float) / (tf + norm), type_=Float
     )
-    marked = func.setweight(
-        candidates.c.search_vector, text("'A'::\"char\""), literal(lexemes, ARRAY(Text))
-    )
-    kept = func.ts_filter(marked, text("'{a}'::\"char\"[]"))
-    matched = func.unnest(kept).table_valued("lexeme", "positions", "weights").lateral("matched")
-    tf = cast(func.coalesce(func.array_length(matched.c.positions, 1), 1), Float)
-    norm = params.k1 * (1.0 - params.b + params.b * candidates.c.search_length / stats.avgdl)
-    score = func.sum(terms.c.idf * tf * (params.k1 + 1.0) / (tf + norm)).label("score")
     return (
-        select(candidates.c.id, score)
-        .select_from(candidates)
-        .join(matched, literal(True))
-        .join(terms, terms.c.lexeme == matched.c.lexeme)
-        .group_by(candidates.c.id)
-        .order_by(score.desc(), candidates.c.id)
+        select(Bm25Posting.chunk_id, score.label("score"))
+        .where(Bm25Posting.tenant_id == tenant_id, Bm25Posting.lexeme == any_(lexemes))
+        .group_by(Bm25Posting.chunk_id)
+    )
+
+
+def _best(scored: Subquery, fetch: int) -> Select[Any]:
+    return (
+        select(scored.c.chunk_id.label("id"), scored.c.score)
+        .order_by(scored.c.score.desc(), scored.c.chunk_id)
         .limit(fetch)
     )
 
 
-def _quoted(lexeme: str) -> str:
-    """A lexeme as a tsquery operand, taken as is (already normalised by the analyser)."""
-    return "'" + lexeme.replace("\\", "\\\\").replace("'", "''") + "'"
+def _best_passing(
+    scored: Subquery, conditions: Sequence[ColumnElement[bool]], fetch: int, *, window: int | None
+) -> Select[Any]:
+    """The chunks in score order (the best `window` of them, or all), each checked by its
+    primary key against `conditions` (a LATERAL probe: the executor stops once `fetch` have
+    passed)."""
+    ordered = (
+        select(scored.c.chunk_id, scored.c.score)
+        .order_by(scored.c.score.desc(), scored.c.chunk_id)
+        .limit(window)
+        .subquery("ordered")
+    )
+    passes = select(literal(1)).where(Chunk.id == ordered.c.chunk_id, *conditions).lateral()
+    return (
+        select(ordered.c.chunk_id.label("id"), ordered.c.score)
+        .join(passes, true())
+        .order_by(ordered.c.score.desc(), ordered.c.chunk_id)
+        .limit(fetch)
+    )

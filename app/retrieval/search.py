@@ -202,6 +202,7 @@ async def _ranked(
         where=where,
         fetch=_fetch(request),
         params=request.bm25,
+        narrowed=bool(conditions(request.filters)),
     )
     if request.mode is SearchMode.KEYWORD:
         return lexical.ranked

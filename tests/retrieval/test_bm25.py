@@ -9,7 +9,7 @@ import pytest
 from sqlalchemy import delete, select, update
 
 from app.db import bm25 as bm25_stats
-from app.db.models import Bm25Corpus, Bm25Term, Chunk
+from app.db.models import Bm25Corpus, Bm25Posting, Bm25Term, Chunk
 from app.db.tenancy import SessionMaker, tenant_transaction
 from app.ingest.catalog import delete_document
 from app.ingest.documents import DocumentInput, IngestResult, ingest_documents
@@ -25,6 +25,7 @@ from app.retrieval import (
     weighted_fuse,
 )
 from app.retrieval.bm25 import bounded_query
+from app.retrieval.filters import SearchFilters
 from app.retrieval.fusion import BothScores
 from tests.conftest import registered_tenant, small_chunker
 from tests.fakes import WordHashEmbedder
@@ -220,9 +221,12 @@ async def test_rebuild_repairs_broken_statistics(
     async with tenant_transaction(sessions, tenant_id) as session:
         await session.execute(update(Bm25Term).where(Bm25Term.lexeme == "ice").values(df=7))
         await session.execute(delete(Bm25Term).where(Bm25Term.lexeme == "glacier"))
+        await session.execute(update(Bm25Posting).where(Bm25Posting.lexeme == "ice").values(tf=3))
+        await session.execute(delete(Bm25Posting).where(Bm25Posting.lexeme == "cream"))
     broken = await bm25_stats.verify(sessions, tenant_id)
     assert not broken.ok
     assert broken.wrong_terms == 2
+    assert broken.wrong_postings == 2 + 2 + 1  # both ice rows, each way; cream missing
     repaired = await bm25_stats.rebuild(sessions, tenant_id)
     assert repaired.ok
     assert repaired.chunks == 2
@@ -347,34 +351,35 @@ async def test_hybrid_scores_every_candidate_on_both_sides(
     assert outcomes[SearchMode.HYBRID].hits[0].external_id == "target"
 
 
-async def test_maxscore_pruning_returns_the_exact_top(
-    sessions: SessionMaker, embedder: WordHashEmbedder, monkeypatch: pytest.MonkeyPatch
+async def test_filtered_and_short_rankings_are_the_exact_top_of_the_full_one(
+    sessions: SessionMaker, embedder: WordHashEmbedder
 ) -> None:
-    """The pruned ranking (candidates from the rarest terms first) equals scoring every
-    match, for queries where pruning stops early and where it must widen."""
+    """Unfiltered, the chunks are checked in score order until enough pass; with filters, the
+    passing chunks come first. Either way the result is the full ranking's exact top."""
     tenant_id = await registered_tenant(sessions)
-    texts = {f"c{i}": f"common words {'often ' * (i % 4)}note {i}" for i in range(60)}
-    texts |= {f"r{i}": f"rare zircon {'common ' * (i % 3)}crystal {i}" for i in range(6)}
-    texts |= {"both": "zircon crystal common often"}
-    await ingest(sessions, embedder, tenant_id, texts)
-    queries = ["zircon common", "common often", "crystal zircon often words", "note common"]
-    for fetch in (3, 10, 40):
-        for query in queries:
-            request = {"query": query, "mode": SearchMode.KEYWORD, "top_k": fetch}
-            monkeypatch.setattr("app.retrieval.bm25.CANDIDATES_PER_RESULT", 10**9)
-            full = await search(
-                sessions,
-                embedder,
-                tenant_id=tenant_id,
-                request=SearchRequest(**request, candidates=fetch),  # type: ignore[arg-type]
-            )
-            monkeypatch.setattr("app.retrieval.bm25.CANDIDATES_PER_RESULT", 0)
-            pruned = await search(
-                sessions,
-                embedder,
-                tenant_id=tenant_id,
-                request=SearchRequest(**request, candidates=fetch),  # type: ignore[arg-type]
-            )
-            assert [(h.chunk_id, h.score) for h in pruned.hits] == [
-                (h.chunk_id, h.score) for h in full.hits
-            ], (query, fetch)
+    # every chunk of its own length: no ties, so the order is the scores' alone
+    loud = {f"a{i}": f"zircon crystal {'zircon ' * (i % 5)}{'mine ' * i}" for i in range(40)}
+    quiet = {f"b{i}": f"crystal of quartz {'crystal ' * (i % 3)}{'rock ' * i}" for i in range(12)}
+    await ingest(sessions, embedder, tenant_id, loud, collection="loud")
+    quiet_ids = await ingest(sessions, embedder, tenant_id, quiet, collection="quiet")
+
+    async def ranked(top_k: int, **filters: object) -> list[tuple[str, float]]:
+        request = SearchRequest(
+            query="zircon crystal",
+            mode=SearchMode.KEYWORD,
+            top_k=top_k,
+            candidates=top_k,
+            filters=SearchFilters(**filters),  # type: ignore[arg-type]
+        )
+        outcome = await search(sessions, embedder, tenant_id=tenant_id, request=request)
+        return [(hit.external_id, hit.score) for hit in outcome.hits]
+
+    everything = await ranked(100)
+    assert len(everything) == 52
+    scores = [score for _, score in everything]
+    assert scores == sorted(set(scores), reverse=True)
+    assert await ranked(3) == everything[:3]
+    only_quiet = [item for item in everything if item[0].startswith("b")]
+    assert await ranked(5, collections=["quiet"]) == only_quiet[:5]
+    some = [quiet_ids["b1"], quiet_ids["b7"]]
+    assert await ranked(5, document_ids=some) == [i for i in only_quiet if i[0] in ("b1", "b7")]
