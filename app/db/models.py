@@ -237,9 +237,9 @@ class Bm25Posting(Base):
 
     __tablename__ = "bm25_postings"
 
-    tenant_id: Mapped[str] = mapped_column(
-        ForeignKey("tenants.id", ondelete="CASCADE"), primary_key=True
-    )
+    # No foreign key (its per-row check doubled the write cost): a tenant's chunks go by
+    # cascade and take their postings with them (the delete trigger).
+    tenant_id: Mapped[str] = mapped_column(String(64), primary_key=True)
     lexeme: Mapped[str] = mapped_column(Text, primary_key=True)
     chunk_id: Mapped[uuid.UUID] = mapped_column(UUID, primary_key=True)
     tf: Mapped[int] = mapped_column(SmallInteger, nullable=False)

@@ -9,6 +9,7 @@ from typing import Any
 
 from httpx import AsyncClient
 
+from app.db import bm25
 from app.db.tenancy import SessionMaker
 from app.main import create_app
 from app.settings import Settings
@@ -196,6 +197,10 @@ async def test_delete_needs_confirmation_and_a_suspended_tenant(
     await client.post(f"{ADMIN}/tenants", json={"id": victim.tenant_id}, headers=admin.headers)
     listed = await client.get("/api/rag/documents", headers=victim.headers)
     assert listed.json()["items"] == []
+    assert await search(victim, "doomed document") == []
+    check = await bm25.verify(sessions, victim.tenant_id)  # no keyword statistic or posting left
+    assert check.ok
+    assert check.terms == 0
 
 
 async def test_stats_report_storage_traffic_and_rejections(
