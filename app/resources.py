@@ -55,7 +55,9 @@ async def open_resources(
         raise ServiceUnavailable("RAG_DATABASE_URL is not set (`rag serve` embeds one)")
     verifier = verifier or TokenVerifier.from_settings(settings)
     engine = create_engine(
-        settings.database_url.get_secret_value(), pool_size=settings.db_pool_size
+        settings.database_url.get_secret_value(),
+        pool_size=settings.db_pool_size,
+        statement_timeout_seconds=settings.db_statement_timeout_seconds,
     )
     sessions = create_sessionmaker(engine)
     limiter = build_rate_limiter(settings)

@@ -46,6 +46,9 @@ class Settings(BaseSettings):
     migration_database_url: SecretStr | None = None
     data_dir: Path = Field(default_factory=default_data_dir)
     db_pool_size: int = Field(default=10, ge=1, le=200)
+    # Every statement of a request is cancelled past this (PostgreSQL's statement_timeout);
+    # 0 turns it off. Maintenance commands (migrate, index, bm25 rebuild) are not bound.
+    db_statement_timeout_seconds: float = Field(default=30.0, ge=0, le=3600)
     app_role: str = Field(default="rag_app", pattern=r"^[a-z_][a-z0-9_]{0,62}$")
 
     # request gate

@@ -19,6 +19,7 @@ _log = logging.getLogger(__name__)
 PROBLEM_TYPE_BASE = "https://rag-service.dev/problems/"
 PROBLEM_JSON = "application/problem+json"
 DATABASE_RETRY_AFTER = 5
+QUERY_CANCELED = "57014"
 _CONNECTION_ERRORS = (
     OSError,
     asyncpg.PostgresConnectionError,
@@ -98,6 +99,16 @@ async def _http_error(_request: Request, exc: Exception) -> JSONResponse:
     )
 
 
+def _is_cancelled(exc: Exception) -> bool:
+    """A statement PostgreSQL cancelled: past `statement_timeout` (SQLSTATE 57014)."""
+    if not isinstance(exc, sa_exc.DBAPIError):
+        return False
+    cause = getattr(exc.orig, "__cause__", None)
+    return isinstance(cause, asyncpg.QueryCanceledError) or (
+        getattr(exc.orig, "sqlstate", None) == QUERY_CANCELED
+    )
+
+
 def _is_unavailable(exc: Exception) -> bool:
     """The database cannot be reached (as opposed to a bug in a query)."""
     if isinstance(exc, OSError | sa_exc.TimeoutError):
@@ -113,8 +124,19 @@ def _is_unavailable(exc: Exception) -> bool:
 
 
 async def _database_error(request: Request, exc: Exception) -> JSONResponse:
-    """Database errors: 503 when it cannot be reached, else a bare 500. Registered for these
-    types so the reply passes the middleware (rate-limit headers) like any other."""
+    """Database errors: 503 when it cannot be reached or a statement ran past its time limit,
+    else a bare 500. Registered for these types so the reply passes the middleware
+    (rate-limit headers) like any other."""
+    if _is_cancelled(exc):
+        _log.warning("database statement cancelled (statement timeout)")
+        return problem_response(
+            status=503,
+            title="Query timed out",
+            detail="a database statement ran past the time limit; retry later or narrow the"
+            " request",
+            slug="statement-timeout",
+            headers={"Retry-After": str(DATABASE_RETRY_AFTER)},
+        )
     if _is_unavailable(exc):
         _log.warning("database unavailable: %s", type(exc).__name__)
         return problem_response(

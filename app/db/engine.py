@@ -23,14 +23,20 @@ def async_url(url: str) -> str:
     return parsed.set(drivername="postgresql+asyncpg").render_as_string(hide_password=False)
 
 
-def create_engine(url: str, *, pool_size: int = 10) -> AsyncEngine:
+def create_engine(
+    url: str, *, pool_size: int = 10, statement_timeout_seconds: float = 0
+) -> AsyncEngine:
+    """`statement_timeout_seconds` > 0 cancels any statement running longer (SQLSTATE 57014)."""
+    server_settings = {"application_name": "rag-service"}
+    if statement_timeout_seconds > 0:
+        server_settings["statement_timeout"] = f"{round(statement_timeout_seconds * 1000)}ms"
     engine = create_async_engine(
         async_url(url),
         pool_size=pool_size,
         max_overflow=pool_size,
         pool_pre_ping=True,
         pool_recycle=1800,
-        connect_args={"server_settings": {"application_name": "rag-service"}, "timeout": 5},
+        connect_args={"server_settings": server_settings, "timeout": 5},
     )
     event.listen(engine.sync_engine, "connect", _binary_vectors)
     return engine
