@@ -23,6 +23,7 @@ from app.retrieval import (
     SearchFilters,
     SearchMode,
     SearchOutcome,
+    ShortfallReason,
 )
 from app.storable import Storable
 
@@ -181,14 +182,18 @@ class SearchOut(BaseModel):
     model: str
     threshold: float | None
     fewer_than_requested: bool = Field(description="Fewer chunks passed than max_results.")
-    note: str | None = None
+    shortfall: ShortfallReason | None = Field(
+        default=None,
+        description="Why there are fewer than max_results: `empty` (the tenant holds no"
+        " chunks for this model), `filters` (the filters match no more), `scope` (the tenant"
+        " holds no more), `threshold` (the threshold kept no more), `no_match` (keyword: no"
+        " more chunks hold the query's terms), `index` (the index scan stopped early).",
+    )
+    note: str | None = Field(default=None, description="The shortfall in words.")
 
     @classmethod
     def of(cls, outcome: SearchOutcome, *, body: SearchIn, threshold: float | None) -> Self:
-        fewer = len(outcome.hits) < body.max_results
-        note = None
-        if fewer and threshold is not None and body.mode is not SearchMode.KEYWORD:
-            note = f"only {len(outcome.hits)} chunks reached the threshold {threshold}"
+        shortfall = outcome.shortfall
         return cls(
             chunks=[ChunkOut.of(hit) for hit in outcome.hits],
             total_found=outcome.total_found,
@@ -198,6 +203,7 @@ class SearchOut(BaseModel):
             mode=body.mode,
             model=outcome.model,
             threshold=threshold,
-            fewer_than_requested=fewer,
-            note=note,
+            fewer_than_requested=shortfall is not None,
+            shortfall=shortfall.reason if shortfall else None,
+            note=shortfall.note if shortfall else None,
         )

@@ -7,6 +7,7 @@ from app.retrieval.filters import MetadataCondition, SearchFilters
 from app.retrieval.fusion import FusionMethod, fuse, weighted_fuse
 from app.retrieval.requests import search_request
 from app.retrieval.search import Hit, SearchMode, SearchOutcome, SearchRequest, search
+from app.retrieval.shortfall import Shortfall, ShortfallReason
 
 __all__ = [
     "Bm25Params",
@@ -19,6 +20,8 @@ __all__ = [
     "SearchMode",
     "SearchOutcome",
     "SearchRequest",
+    "Shortfall",
+    "ShortfallReason",
     "fetch_item",
     "fuse",
     "retrieve_context",

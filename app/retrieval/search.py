@@ -42,6 +42,7 @@ from app.retrieval.bm25 import Bm25Params, Bm25Ranking, bm25_ranked, bm25_scores
 from app.retrieval.diversity import mmr
 from app.retrieval.filters import SearchFilters, conditions
 from app.retrieval.fusion import BothScores, FusionMethod, fuse, weighted_fuse
+from app.retrieval.shortfall import Shortfall, explain_shortfall
 
 
 class SearchMode(StrEnum):
@@ -91,6 +92,7 @@ class SearchOutcome:
     total_found: int
     model: str
     timings_ms: dict[str, float]
+    shortfall: Shortfall | None = None  # why fewer than top_k, when they are fewer
 
     @property
     def avg_similarity(self) -> float:
@@ -120,6 +122,15 @@ async def search(
         else:
             scored = await _ranked(session, vector, where, request, tenant_id)
             hits, total = await _hits(session, vector, scored[: request.top_k]), len(scored)
+        shortfall = await explain_shortfall(
+            session,
+            tenant_scope=_tenant_scope(tenant_id, embedder.model_id),
+            filters=conditions(request.filters),
+            returned=len(hits),
+            top_k=request.top_k,
+            threshold=request.threshold,
+            keyword=request.mode is SearchMode.KEYWORD,
+        )
     done = time.perf_counter()
     timings = {
         "embed": round((embedded - started) * 1000, 3),
@@ -128,7 +139,7 @@ async def search(
     }
     if access is not None:
         access.record(tenant_id, [hit.document_id for hit in hits])
-    return SearchOutcome(hits=hits, total_found=total, model=embedder.model_id, timings_ms=timings)
+    return SearchOutcome(hits, total, embedder.model_id, timings, shortfall)
 
 
 async def _diverse_hits(
@@ -173,14 +184,14 @@ def index_settings(ef_search: int) -> dict[str, str]:
     }
 
 
-def _where(tenant_id: str, model: str, request: SearchRequest) -> list[ColumnElement[bool]]:
+def _tenant_scope(tenant_id: str, model: str) -> list[ColumnElement[bool]]:
     # The tenant again, beside RLS: the planner sees it as a constant, so it can estimate the
     # tenant's rows and use a tenant's dedicated HNSW index (a partial index on tenant_id).
-    return [
-        Chunk.tenant_id == tenant_id,
-        Chunk.embedding_model == model,
-        *conditions(request.filters),
-    ]
+    return [Chunk.tenant_id == tenant_id, Chunk.embedding_model == model]
+
+
+def _where(tenant_id: str, model: str, request: SearchRequest) -> list[ColumnElement[bool]]:
+    return [*_tenant_scope(tenant_id, model), *conditions(request.filters)]
 
 
 def _fetch(request: SearchRequest) -> int:

@@ -126,6 +126,50 @@ async def test_threshold_keeps_only_similar_chunks_and_says_so(corpus_tenant: Te
     assert reply["threshold"] == 0.5
 
 
+async def test_the_note_names_why_there_are_fewer_chunks(
+    corpus_tenant: TenantClient,
+    real_client: AsyncClient,
+    settings: Settings,
+    sessions: SessionMaker,
+) -> None:
+    """Each reason a search can come back short, told apart (issue 15: the note blamed the
+    threshold when a filter had excluded everything)."""
+    many = {"query": "blue whales", "max_results": 20}
+    cut = await search(corpus_tenant, **many, threshold=0.5)
+    assert (cut["shortfall"], cut["fewer_than_requested"]) == ("threshold", True)
+    assert len(cut["chunks"]) == 1  # the whales document only
+    assert cut["note"] == "only 1 chunk reached the threshold 0.5"
+
+    for scope in ({"collections": ["nowhere"]}, {"filters": {"metadata": {"missing": "x"}}}):
+        filtered = await search(corpus_tenant, **many, threshold=0.5, **scope)
+        assert filtered["chunks"] == []
+        assert filtered["shortfall"] == "filters", scope
+        assert filtered["note"] == "the filters match only 0 chunks"
+
+    keyword = await search(corpus_tenant, query="ZQX-981", mode="keyword", max_results=5)
+    assert names(keyword) == ["firmware"]
+    assert keyword["shortfall"] == "no_match"
+    assert keyword["note"] == "only 1 chunk contains the query's terms"
+
+    small = await new_tenant(real_client, settings, sessions)
+    nothing = await search(small, **many)
+    assert nothing["shortfall"] == "empty"
+    assert nothing["note"].startswith("the tenant holds no chunks")
+    for text in ("Blue whales are the largest animals.", "Whales sing to each other."):
+        body = {"title": "Whales", "content": text}
+        reply = await real_client.post("/api/rag/documents", json=body, headers=small.headers)
+        assert reply.status_code == 201, reply.text
+    everything = await search(small, **many, threshold=0.1)
+    assert len(everything["chunks"]) == 2
+    assert everything["shortfall"] == "scope"
+    assert everything["note"] == "the tenant holds only 2 chunks"
+
+    enough = await search(corpus_tenant, query="blue whales", max_results=1, threshold=0.1)
+    assert enough["fewer_than_requested"] is False
+    assert enough["shortfall"] is None
+    assert enough["note"] is None
+
+
 async def test_default_threshold_depends_on_the_model(corpus_tenant: TenantClient) -> None:
     reply = await search(corpus_tenant, query="blue whales")
     assert reply["threshold"] == 0.2

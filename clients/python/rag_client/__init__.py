@@ -54,6 +54,7 @@ from rag_client.models import (
     Range,
     SearchMode,
     SearchResult,
+    Shortfall,
     SourceType,
 )
 from rag_client.retry import Retry
@@ -107,6 +108,7 @@ __all__ = [
     "SearchScope",
     "ServerError",
     "ServiceUnavailable",
+    "Shortfall",
     "SimilarChunk",
     "SimilarResult",
     "SourceType",

@@ -33,6 +33,17 @@ class SearchMode(StrEnum):
     HYBRID = "hybrid"
 
 
+class Shortfall(StrEnum):
+    """Why a search returned fewer chunks than asked."""
+
+    EMPTY = "empty"
+    FILTERS = "filters"
+    SCOPE = "scope"
+    THRESHOLD = "threshold"
+    NO_MATCH = "no_match"
+    INDEX = "index"
+
+
 class CitationStyle(StrEnum):
     NUMBERED = "numbered"
     INLINE = "inline"
@@ -116,6 +127,7 @@ class SearchResult(Reply):
     model: str
     threshold: float | None
     fewer_than_requested: bool
+    shortfall: Shortfall | None = None
     note: str | None = None
 
 

@@ -1,0 +1,97 @@
+"""Why a search returned fewer chunks than asked, worked out only when it happens.
+
+The reasons, checked in this order: the tenant holds no chunk embedded by the query's model
+(`empty`); every chunk the filters leave was returned, so the filters (or, without filters,
+the tenant's size) are the limit (`filters`, `scope`); more chunks were in scope, and the
+threshold kept fewer (`threshold`, vector and hybrid), no more chunks hold the query's terms
+(`no_match`, keyword), or the index scan stopped early (`index`, vector without threshold).
+One bounded statement in the search's own transaction: two counts that stop at `top_k`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from enum import StrEnum
+
+from sqlalchemy import ColumnElement, func, select
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from app.db.models import Chunk
+
+
+class ShortfallReason(StrEnum):
+    EMPTY = "empty"
+    FILTERS = "filters"
+    SCOPE = "scope"
+    THRESHOLD = "threshold"
+    NO_MATCH = "no_match"
+    INDEX = "index"
+
+
+@dataclass(frozen=True, slots=True)
+class Shortfall:
+    reason: ShortfallReason
+    returned: int
+    in_scope: int  # chunks the tenant and filters leave, counted up to top_k
+    threshold: float | None
+
+    @property
+    def note(self) -> str:
+        n = _chunks(self.returned)
+        match self.reason:
+            case ShortfallReason.EMPTY:
+                return "the tenant holds no chunks for this model yet: ingest documents first"
+            case ShortfallReason.FILTERS:
+                return f"the filters match only {_chunks(self.in_scope)}"
+            case ShortfallReason.SCOPE:
+                return f"the tenant holds only {_chunks(self.in_scope)}"
+            case ShortfallReason.THRESHOLD:
+                return f"only {n} reached the threshold {self.threshold}"
+            case ShortfallReason.NO_MATCH:
+                verb = "contains" if self.returned == 1 else "contain"
+                return f"only {n} {verb} the query's terms"
+            case ShortfallReason.INDEX:
+                return f"the index search found only {n}; a higher ef_search looks further"
+
+
+def _chunks(count: int) -> str:
+    return f"{count} chunk" if count == 1 else f"{count} chunks"
+
+
+async def explain_shortfall(
+    session: AsyncSession,
+    *,
+    tenant_scope: Sequence[ColumnElement[bool]],
+    filters: Sequence[ColumnElement[bool]],
+    returned: int,
+    top_k: int,
+    threshold: float | None,
+    keyword: bool,
+) -> Shortfall | None:
+    """None when `returned` reached `top_k`. `tenant_scope` selects the tenant's chunks of
+    the model, `filters` the request's further conditions."""
+    if returned >= top_k:
+        return None
+    tenant_rows = select(Chunk.id).where(*tenant_scope).limit(1).subquery()
+    scoped_rows = select(Chunk.id).where(*tenant_scope, *filters).limit(top_k).subquery()
+    row = (
+        await session.execute(
+            select(
+                select(func.count()).select_from(tenant_rows).scalar_subquery(),
+                select(func.count()).select_from(scoped_rows).scalar_subquery(),
+            )
+        )
+    ).one()
+    any_rows, in_scope = int(row[0]), int(row[1])
+    if any_rows == 0:
+        reason = ShortfallReason.EMPTY
+    elif in_scope <= returned:
+        reason = ShortfallReason.FILTERS if filters else ShortfallReason.SCOPE
+    elif keyword:
+        reason = ShortfallReason.NO_MATCH
+    elif threshold is not None:
+        reason = ShortfallReason.THRESHOLD
+    else:
+        reason = ShortfallReason.INDEX
+    return Shortfall(reason, returned, in_scope, threshold)
