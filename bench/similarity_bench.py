@@ -35,11 +35,12 @@ from harness import (
 from harness import prepare_corpus as chunked
 
 from app.embeddings.local import LocalEmbedder
+from app.evaluation.metrics import ndcg_at_10
 from app.resources import build_chunker
 from app.settings import EmbeddingProvider, Settings
 
-THRESHOLDS = (0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8)
-QUANTILES = (0.1, 0.25, 0.5, 0.75, 0.9)
+THRESHOLDS = (0.0, 0.2, 0.25, 0.3, 0.35, 0.4, 0.5, 0.6, 0.7, 0.8)
+QUANTILES = (0.1, 0.25, 0.5, 0.75, 0.9, 0.95, 0.99)
 
 
 async def main() -> None:
@@ -62,6 +63,8 @@ async def main() -> None:
     relevant, other, firsts, fifths = [], [], [], []
     passing: dict[float, list[int]] = {t: [] for t in THRESHOLDS}
     hits: dict[float, list[int]] = {t: [] for t in THRESHOLDS}
+    ndcg: dict[float, list[float]] = {t: [] for t in THRESHOLDS}
+    ids = [doc.doc.doc_id for doc in docs]
     index = {doc.doc.doc_id: i for i, doc in enumerate(docs)}
     for query_id in picked:
         query = np.asarray(await embedder.embed_query(queries[query_id]), dtype=np.float32)
@@ -76,10 +79,13 @@ async def main() -> None:
         top = best[order]
         firsts.append(float(top[0]))
         fifths.append(float(top[-1]))
+        ten = np.argsort(-best)[:10]
         for t in THRESHOLDS:
             passed = [int(i) for i, value in zip(order, top, strict=True) if value >= t]
             passing[t].append(len(passed))
             hits[t].extend(int(i in judged) for i in passed)
+            kept = [ids[int(i)] for i in ten if best[i] >= t]
+            ndcg[t].append(ndcg_at_10(kept, qrels[query_id]))
     embedder.save()
     groups = {
         "relevant documents": relevant,
@@ -87,7 +93,7 @@ async def main() -> None:
         "best result": firsts,
         "5th result": fifths,
     }
-    report(args.dataset, model.model_id, len(picked), groups, passing, hits)
+    report(args.dataset, model.model_id, len(picked), groups, passing, hits, ndcg)
 
 
 def report(
@@ -97,6 +103,7 @@ def report(
     groups: dict[str, list[float]],
     passing: dict[float, list[int]],
     hits: dict[float, list[int]],
+    ndcg: dict[float, list[float]],
 ) -> None:
     relevant = np.asarray(groups["relevant documents"])
     other = np.asarray(groups["other documents"])
@@ -113,6 +120,7 @@ def report(
             f"{np.mean(other >= t):.2%}",
             f"{np.mean(passing[t]):.2f}",
             f"{np.mean(hits[t]):.0%}" if hits[t] else "-",
+            f"{np.mean(ndcg[t]):.3f}",
         ]
         for t in THRESHOLDS
     ]
@@ -124,6 +132,7 @@ def report(
             "others kept",
             "top-5 results passing (mean)",
             "of which judged relevant",
+            "nDCG@10 (exact, cut)",
         ],
         per_threshold,
     )

@@ -1,17 +1,18 @@
 """Default similarity thresholds by model family: one rule for every door (HTTP, MCP, CLI).
 
-Cosine similarities are not comparable across models. Measured with all-MiniLM-L6-v2 on
-NFCorpus and MEDLINE (bench/similarity_bench.py, docs/MCP.md): unrelated documents score about
-0.0-0.25 (P90 0.24-0.25), judged-relevant ones 0.35-0.65 on MEDLINE; a query's best result
-0.47 (NFCorpus) to 0.71 (MEDLINE) at the median. OpenAI's text-embedding-3 models score higher
-(not measured here). A request's own `threshold`, or RAG_SEARCH_THRESHOLD_DEFAULT, overrides.
+Cosine similarities are not comparable across models. The local default is calibrated on the
+shared datasets (bench/similarity_bench.py, docs/BENCHMARKS.md): the similarity under which 95%
+of the documents not judged relevant to a query fall, with all-MiniLM-L6-v2: 0.287 on NFCorpus
+and 0.303 on MEDLINE, so 0.3. It lets 4-5% of unrelated documents through (0.2 let 16-20%) and
+keeps 93% of MEDLINE's relevant documents. OpenAI's text-embedding-3 models score higher (not
+measured here). A request's own `threshold`, or RAG_SEARCH_THRESHOLD_DEFAULT, overrides.
 """
 
 from __future__ import annotations
 
 from app.settings import Settings
 
-MODEL_THRESHOLDS = {"local:": 0.2, "openai:": 0.25}
+MODEL_THRESHOLDS = {"local:": 0.3, "openai:": 0.25}
 
 
 def default_threshold(settings: Settings, model_id: str) -> float | None:

@@ -40,7 +40,7 @@ def threshold_advice(settings: Settings, model_id: str) -> str:
     if model_id.startswith("local:"):
         return (
             f"This service embeds with {model_id}, whose similarities run lower than OpenAI "
-            "models': unrelated passages score about 0.0-0.25 and relevant ones mostly "
+            "models': unrelated passages score about 0.0-0.3 and relevant ones mostly "
             "0.35-0.65, so 0.7 keeps only the closest match or two and often nothing. Use about "
             "0.4 for 'related' (on medical abstracts it kept 76% of relevant documents and 1% of "
             "the others), 0.5-0.6 for 'closely related'."

@@ -172,7 +172,7 @@ async def test_the_note_names_why_there_are_fewer_chunks(
 
 async def test_default_threshold_depends_on_the_model(corpus_tenant: TenantClient) -> None:
     reply = await search(corpus_tenant, query="blue whales")
-    assert reply["threshold"] == 0.2
+    assert reply["threshold"] == 0.3
 
 
 async def test_keyword_mode_matches_exact_terms(corpus_tenant: TenantClient) -> None:
