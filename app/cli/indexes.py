@@ -46,7 +46,11 @@ def index(
         table.add_column(name, justify="right" if name in {"chunks", "seconds"} else "left")
     for row in rows:
         table.add_row(*row)
-    Console().print(table)
+    if rows:
+        Console().print(table)
+    if all(action == "kept" for _, _, action, _ in rows):
+        kept = f" ({len(rows)} dedicated indexes kept)" if rows else ""
+        Console().print(f"nothing to do: no tenant crossed {threshold} chunks either way{kept}")
 
 
 async def _index(

@@ -127,9 +127,10 @@ def test_ingest_and_search_a_folder(env: dict[str, str], tmp_path: Path) -> None
     assert indexed.returncode == 0, indexed.stderr
     assert "docs-co" in indexed.stdout
     assert "created" in indexed.stdout
-    kept = rag("index", "--min-chunks", "2", env=env)
+    kept = rag("index", "--min-chunks", "2", "--dry-run", env=env)
     assert "kept" in kept.stdout
     assert "created" not in kept.stdout
+    assert "nothing to do" in kept.stdout
     dropped = rag("index", "--min-chunks", "100", env=env)
     assert "dropped" in dropped.stdout
 
