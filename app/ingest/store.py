@@ -17,6 +17,7 @@ from app.db.models import Chunk, Collection, Document
 DEFAULT_COLLECTION = "default"
 INSERT_BATCH = 500
 CHUNKS: Table = Chunk.__table__  # type: ignore[assignment]  # Core insert: no ORM bookkeeping
+CHUNK_INSERT = insert(CHUNKS).returning(CHUNKS.c.id)
 
 
 @dataclass(frozen=True, slots=True)
@@ -163,11 +164,13 @@ async def write_versions(
         for v, w in zip(versions, by_version, strict=True)
         for chunk in v.chunks
     ]
-    # Core executemany on the connection (not the ORM bulk path, which rebuilds the statement
-    # for every call): one compiled INSERT, sent as multi-row batches (insertmanyvalues).
+    # Core on the connection (not the ORM bulk path, which rebuilds the statement for every
+    # call): one compiled INSERT. RETURNING makes SQLAlchemy send it as multi-row statements
+    # (insertmanyvalues); without it asyncpg's executemany runs one statement per row, and
+    # the statement-level BM25 triggers (statistics, postings) would run once per chunk.
     conn = await session.connection()
     for start in range(0, len(rows), INSERT_BATCH):
-        await conn.execute(insert(CHUNKS), rows[start : start + INSERT_BATCH])
+        await conn.execute(CHUNK_INSERT, rows[start : start + INSERT_BATCH])
     await refresh_document_vectors(session, [w.document_id for w in by_version])
     return by_version
 
