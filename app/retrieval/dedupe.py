@@ -70,6 +70,7 @@ class Examined:
     id: uuid.UUID
     title: str
     collection: str
+    external_id: str
     created_at: datetime
     updated_at: datetime
     access_count: int
@@ -156,6 +157,7 @@ async def _examined(
             Document.id,
             Document.title,
             Collection.name,
+            Document.external_id,
             Document.created_at,
             Document.updated_at,
             Document.access_count,

@@ -130,6 +130,7 @@ async def search(
             top_k=request.top_k,
             threshold=request.threshold,
             keyword=request.mode is SearchMode.KEYWORD,
+            hybrid=request.mode is SearchMode.HYBRID,
         )
     done = time.perf_counter()
     timings = {

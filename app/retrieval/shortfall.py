@@ -35,6 +35,7 @@ class Shortfall:
     returned: int
     in_scope: int  # chunks the tenant and filters leave, counted up to top_k
     threshold: float | None
+    hybrid: bool = False  # hybrid keeps keyword matches below the threshold
 
     @property
     def note(self) -> str:
@@ -47,7 +48,8 @@ class Shortfall:
             case ShortfallReason.SCOPE:
                 return f"the tenant holds only {_chunks(self.in_scope)}"
             case ShortfallReason.THRESHOLD:
-                return f"only {n} reached the threshold {self.threshold}"
+                either = " or contain the query's terms" if self.hybrid else ""
+                return f"only {n} reached the threshold {self.threshold}{either}"
             case ShortfallReason.NO_MATCH:
                 verb = "contains" if self.returned == 1 else "contain"
                 return f"only {n} {verb} the query's terms"
@@ -68,6 +70,7 @@ async def explain_shortfall(
     top_k: int,
     threshold: float | None,
     keyword: bool,
+    hybrid: bool = False,
 ) -> Shortfall | None:
     """None when `returned` reached `top_k`. `tenant_scope` selects the tenant's chunks of
     the model, `filters` the request's further conditions."""
@@ -94,4 +97,4 @@ async def explain_shortfall(
         reason = ShortfallReason.THRESHOLD
     else:
         reason = ShortfallReason.INDEX
-    return Shortfall(reason, returned, in_scope, threshold)
+    return Shortfall(reason, returned, in_scope, threshold, hybrid)

@@ -139,6 +139,9 @@ async def test_the_note_names_why_there_are_fewer_chunks(
     assert (cut["shortfall"], cut["fewer_than_requested"]) == ("threshold", True)
     assert len(cut["chunks"]) == 1  # the whales document only
     assert cut["note"] == "only 1 chunk reached the threshold 0.5"
+    fused = await search(corpus_tenant, **many, threshold=0.5, mode="hybrid")
+    assert fused["shortfall"] == "threshold"  # hybrid keeps keyword matches below it too
+    assert fused["note"].endswith("reached the threshold 0.5 or contain the query's terms")
 
     for scope in ({"collections": ["nowhere"]}, {"filters": {"metadata": {"missing": "x"}}}):
         filtered = await search(corpus_tenant, **many, threshold=0.5, **scope)

@@ -5,10 +5,8 @@ from __future__ import annotations
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import httpx
@@ -16,6 +14,7 @@ import pytest
 
 from app.auth import TokenVerifier
 from app.settings import Settings, with_dev_jwt_secret
+from tests.processes import free_port, wait_healthy
 
 RAG = [sys.executable, "-m", "app.cli.main"]
 
@@ -54,20 +53,13 @@ def test_bad_setting_names_the_variable(env: dict[str, str]) -> None:
     assert "RAG_CHUNK_TOKENS" in result.stderr
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
-
-
 def test_serve_answers_and_stops_cleanly_on_ctrl_c(env: dict[str, str]) -> None:
-    port = _free_port()
+    port = free_port()
     server = subprocess.Popen(
         [*RAG, "serve", "--port", str(port)], env=env, stderr=subprocess.PIPE, text=True
     )
     try:
-        assert _wait_healthy(f"http://127.0.0.1:{port}/healthz"), "server did not come up"
+        assert wait_healthy(f"http://127.0.0.1:{port}/healthz"), "server did not come up"
         assert httpx.get(f"http://127.0.0.1:{port}/readyz").status_code == 200
     finally:
         server.send_signal(signal.SIGINT)
@@ -78,21 +70,11 @@ def test_serve_answers_and_stops_cleanly_on_ctrl_c(env: dict[str, str]) -> None:
     assert "local embedder local:all-MiniLM-L6-v2 loaded" in stderr
     assert f"ready on http://127.0.0.1:{port} (explorer: http://127.0.0.1:{port}/docs" in stderr
     assert "tokens: HMAC secret in " in stderr
+    assert "Starting worker" not in stderr  # the job queue's detail is for --verbose
     for noise in ("pg_ctl", "initdb", "XDG_RUNTIME_DIR", "alembic", "Traceback"):
         assert noise not in stderr, stderr
     pid_file = Path(env["RAG_DATA_DIR"]) / "pgdata" / "postmaster.pid"
     assert not pid_file.exists(), "embedded PostgreSQL still running after Ctrl-C"
-
-
-def _wait_healthy(url: str, timeout: float = 240) -> bool:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        try:
-            if httpx.get(url, timeout=1).status_code == 200:
-                return True
-        except httpx.TransportError:
-            time.sleep(0.2)
-    return False
 
 
 def test_token_prints_only_a_token_the_service_accepts(env: dict[str, str]) -> None:

@@ -61,6 +61,8 @@ async def test_planted_duplicates_form_one_group_and_nothing_else(tenant: Tenant
     assert THRESHOLD <= group["avg_similarity"] <= 1.0
     assert group["primary_title"].startswith("Doc ")
     assert len(group["duplicate_titles"]) == 3
+    # each document named as the caller knows it, to tell copies with one title apart
+    assert {d["external_id"] for d in group["documents"]} == set(PLANTED)
     # The exact comparison agrees with the index; use_lsh is accepted as use_index's alias.
     exact = await dedupe(tenant, similarity_threshold=THRESHOLD, use_index=False)
     assert groups_of(exact, names) == [set(PLANTED)]

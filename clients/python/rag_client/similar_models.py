@@ -49,6 +49,7 @@ class DocumentRef(Reply):
     id: uuid.UUID
     title: str
     collection: str
+    external_id: str
     created_at: datetime
     updated_at: datetime
     access_count: int
