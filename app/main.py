@@ -67,5 +67,6 @@ def job_services(resources: Resources) -> JobServices:
         sessions=resources.sessions,
         embedder=resources.embedder,
         chunker=resources.chunker,
+        parser=resources.parser,
         turn_documents=resources.settings.job_turn_documents,
     )

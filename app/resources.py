@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -19,6 +19,8 @@ from app.embeddings import Embedder, build_embedder, check_dimensions
 from app.embeddings.local import default_tokenizer_path
 from app.errors import ServiceUnavailable
 from app.ingest.chunking import Chunker, load_tokenizer
+from app.ingest.parsing import ParseLimits, Parser
+from app.ingest.parsing.sandbox import PdfSandbox
 from app.ratelimit import RateLimiter, build_rate_limiter
 from app.retrieval.access import AccessCounter, flushing
 from app.settings import Settings
@@ -39,6 +41,7 @@ class Resources:
     tenants: TenantDirectory
     embedder: Embedder
     chunker: Chunker
+    parser: Parser
     token_counter: TokenCounter
     redis: Redis | None
     access: AccessCounter
@@ -65,23 +68,25 @@ async def open_resources(
     embedder = embedder or await build_embedder(settings)
     try:
         check_dimensions(embedder, await _column_dimensions(engine, settings))
-        async with flushing(
-            AccessCounter(), sessions, every_seconds=settings.access_flush_seconds
-        ) as access:
-            yield Resources(
-                settings=settings,
-                engine=engine,
-                sessions=sessions,
-                verifier=verifier,
-                limiter=limiter,
-                tenants=TenantDirectory(sessions, ttl_seconds=settings.tenant_cache_seconds),
-                embedder=embedder,
-                chunker=build_chunker(settings, embedder),
-                token_counter=build_token_counter(settings, embedder),
-                redis=redis,
-                access=access,
-                usage=UsageRecorder(),
-            )
+        with sandboxed_parser(settings) as parser:
+            async with flushing(
+                AccessCounter(), sessions, every_seconds=settings.access_flush_seconds
+            ) as access:
+                yield Resources(
+                    settings=settings,
+                    engine=engine,
+                    sessions=sessions,
+                    verifier=verifier,
+                    limiter=limiter,
+                    tenants=TenantDirectory(sessions, ttl_seconds=settings.tenant_cache_seconds),
+                    embedder=embedder,
+                    chunker=build_chunker(settings, embedder),
+                    parser=parser,
+                    token_counter=build_token_counter(settings, embedder),
+                    redis=redis,
+                    access=access,
+                    usage=UsageRecorder(),
+                )
     finally:
         await embedder.aclose()
         await limiter.aclose()
@@ -99,6 +104,26 @@ async def _column_dimensions(engine: AsyncEngine, settings: Settings) -> int:
         _log.warning("database not reachable at start; /readyz will say when it is")
         return settings.embedding_dimensions
     return found or settings.embedding_dimensions
+
+
+def parse_limits(settings: Settings) -> ParseLimits:
+    return ParseLimits(
+        seconds=settings.parse_seconds,
+        seconds_per_mb=settings.parse_seconds_per_mb,
+        max_pages=settings.parse_max_pages,
+        max_chars=settings.parse_max_chars,
+        max_inflated_bytes=settings.parse_max_inflated_bytes,
+    )
+
+
+@contextmanager
+def sandboxed_parser(settings: Settings) -> Iterator[Parser]:
+    """The parser of the service and the job workers: PDFs in killable worker processes."""
+    sandbox = PdfSandbox(settings.parse_workers)
+    try:
+        yield Parser(parse_limits(settings), sandbox)
+    finally:
+        sandbox.close()
 
 
 def build_chunker(settings: Settings, embedder: Embedder) -> Chunker:

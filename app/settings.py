@@ -109,6 +109,13 @@ class Settings(BaseSettings):
     chunk_overlap_tokens: int = Field(default=50, ge=0)
     upload_max_bytes: int = Field(default=25 * 1024 * 1024, ge=1024)
     batch_max_documents: int = Field(default=100, ge=1)
+    # what one document may cost to parse (app/ingest/parsing/limits.py)
+    parse_seconds: float = Field(default=5.0, gt=0)  # PDFs: budget = this + per MB sent
+    parse_seconds_per_mb: float = Field(default=10.0, ge=0)
+    parse_max_pages: int = Field(default=5_000, ge=1)
+    parse_max_chars: int = Field(default=10_000_000, ge=1)
+    parse_max_inflated_bytes: int = Field(default=32 * 1024 * 1024, ge=1024)
+    parse_workers: int = Field(default=1, ge=1, le=64)  # processes reading PDFs
 
     # ingestion jobs (docs/JOBS.md)
     job_workers: int = Field(default=1, ge=0, le=64)  # in-process workers of `rag serve`

@@ -49,6 +49,7 @@ async def _ingest(resources: Resources, tenant_id: str, document: DocumentInput)
         chunker=resources.chunker,
         tenant_id=tenant_id,
         document=document,
+        parser=resources.parser,
     )
     return IngestOut.from_result(result)
 
@@ -89,6 +90,7 @@ async def create_documents(
         chunker=resources.chunker,
         tenant_id=caller.tenant_id,
         documents=[to_input(document) for document in body.documents],
+        parser=resources.parser,
     )
     items: list[BatchItem] = []
     for index, outcome in enumerate(outcomes):

@@ -94,6 +94,7 @@ async def _ingest_batch(
         chunker=services.chunker,
         tenant_id=tenant_id,
         documents=[document for _, document in batch],
+        parser=services.parser,
     )
     for (file, _), outcome in zip(batch, outcomes, strict=True):
         if isinstance(outcome, AppError):

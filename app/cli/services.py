@@ -10,7 +10,8 @@ from app.db.engine import create_engine, create_sessionmaker
 from app.db.tenancy import SessionMaker
 from app.embeddings import Embedder, build_embedder
 from app.ingest.chunking import Chunker
-from app.resources import build_chunker
+from app.ingest.parsing import Parser
+from app.resources import build_chunker, sandboxed_parser
 from app.settings import Settings
 from app.tenants import TenantDirectory
 
@@ -21,6 +22,7 @@ class Services:
     sessions: SessionMaker
     embedder: Embedder
     chunker: Chunker
+    parser: Parser
 
 
 @asynccontextmanager
@@ -34,7 +36,10 @@ async def open_services(settings: Settings, *, tenant_id: str | None) -> AsyncIt
             await TenantDirectory(sessions, ttl_seconds=0).require_active(tenant_id)
         embedder = await build_embedder(settings)
         try:
-            yield Services(settings, sessions, embedder, build_chunker(settings, embedder))
+            with sandboxed_parser(settings) as parser:
+                yield Services(
+                    settings, sessions, embedder, build_chunker(settings, embedder), parser
+                )
         finally:
             await embedder.aclose()
     finally:

@@ -45,6 +45,7 @@ async def _work(settings: Settings, concurrency: int) -> None:
             sessions=services.sessions,
             embedder=services.embedder,
             chunker=services.chunker,
+            parser=services.parser,
             turn_documents=settings.job_turn_documents,
         )
         task = asyncio.create_task(run_workers(settings, jobs, concurrency=concurrency))

@@ -31,7 +31,7 @@ from app.db.tenancy import SessionMaker, tenant_transaction
 from app.embeddings import Embedder
 from app.errors import AppError, Unprocessable
 from app.ingest.chunking import ChunkDraft, Chunker, embedded_text
-from app.ingest.parsing import ParsedDocument, SourceType, parse_bytes, parse_text
+from app.ingest.parsing import ParsedDocument, Parser, SourceType
 from app.ingest.store import (
     DEFAULT_COLLECTION,
     DocumentKey,
@@ -45,6 +45,7 @@ from app.ingest.store import (
 )
 
 TITLE_FALLBACK_CHARS = 80
+INLINE = Parser()  # default limits, PDFs read in the calling thread
 
 
 @dataclass(frozen=True, slots=True)
@@ -117,10 +118,16 @@ async def ingest_document(
     chunker: Chunker,
     tenant_id: str,
     document: DocumentInput,
+    parser: Parser = INLINE,
 ) -> IngestResult:
     """Ingest one document; its failure is raised."""
     [outcome] = await ingest_documents(
-        sessions, embedder, chunker=chunker, tenant_id=tenant_id, documents=[document]
+        sessions,
+        embedder,
+        chunker=chunker,
+        tenant_id=tenant_id,
+        documents=[document],
+        parser=parser,
     )
     if isinstance(outcome, AppError):
         raise outcome
@@ -134,13 +141,15 @@ async def ingest_documents(
     chunker: Chunker,
     tenant_id: str,
     documents: Sequence[DocumentInput],
+    parser: Parser = INLINE,
 ) -> list[IngestResult | AppError]:
     """Ingest a batch; one outcome per document, in order: its result or why it failed.
 
     The same (collection, external_id) twice in a batch is applied in order, as if the
-    documents had come one after the other."""
+    documents had come one after the other. `parser` holds each document to the parse limits
+    (app/ingest/parsing/limits.py); the service's reads PDFs in a killable sandbox."""
     outcomes: list[IngestResult | AppError | None] = [None] * len(documents)
-    prepared = await anyio.to_thread.run_sync(_prepare_all, documents, chunker, embedder)
+    prepared = await anyio.to_thread.run_sync(_prepare_all, documents, chunker, embedder, parser)
     pending: list[_Pending] = []
     for index, (document, ready) in enumerate(zip(documents, prepared, strict=True)):
         if isinstance(ready, AppError):
@@ -300,14 +309,14 @@ def _refusal(error: DBAPIError) -> AppError:
 
 
 def _prepare_all(
-    documents: Sequence[DocumentInput], chunker: Chunker, embedder: Embedder
+    documents: Sequence[DocumentInput], chunker: Chunker, embedder: Embedder, parser: Parser
 ) -> list[_Prepared | AppError]:
     """Check, parse and chunk every document (CPU-bound: runs in a worker thread)."""
     out: list[_Prepared | AppError] = []
     for document in documents:
         try:
             _check_precomputed(document, embedder)
-            out.append(_prepare(document, chunker))
+            out.append(_prepare(document, chunker, parser))
         except AppError as error:
             out.append(error)
     return out
@@ -331,7 +340,7 @@ def _check_precomputed(document: DocumentInput, embedder: Embedder) -> None:
             )
 
 
-def _prepare(document: DocumentInput, chunker: Chunker) -> _Prepared:
+def _prepare(document: DocumentInput, chunker: Chunker, parser: Parser) -> _Prepared:
     """Parse and chunk (CPU-bound: runs in a worker thread)."""
     if document.chunks is not None:
         parsed = ParsedDocument(title=document.title, sections=[])
@@ -340,7 +349,7 @@ def _prepare(document: DocumentInput, chunker: Chunker) -> _Prepared:
             for index, chunk in enumerate(document.chunks)
         ]
     else:
-        parsed = _parse(document)
+        parsed = parser.parse(document.content, document.source_type)
         drafts = chunker.split(parsed)
     title = document.title or parsed.title or _title_from(document, drafts)
     texts = [
@@ -348,12 +357,6 @@ def _prepare(document: DocumentInput, chunker: Chunker) -> _Prepared:
         for draft in drafts
     ]
     return _Prepared(title, drafts, texts, [sha256(text) for text in texts])
-
-
-def _parse(document: DocumentInput) -> ParsedDocument:
-    if isinstance(document.content, bytes):
-        return parse_bytes(document.content, document.source_type)
-    return parse_text(document.content, document.source_type)
 
 
 def _title_from(document: DocumentInput, drafts: list[ChunkDraft]) -> str:

@@ -20,7 +20,7 @@ from app.embeddings import Embedder
 from app.errors import AppError
 from app.ingest.chunking import Chunker
 from app.ingest.documents import DocumentInput, IngestResult, ingest_documents
-from app.ingest.parsing import SourceType
+from app.ingest.parsing import Parser, SourceType
 from app.jobs.store import FINAL, queue_turn
 
 PROGRESS_BATCH = 64  # chunks embedded between two progress writes
@@ -31,6 +31,7 @@ class JobServices:
     sessions: SessionMaker
     embedder: Embedder
     chunker: Chunker
+    parser: Parser
     turn_documents: int
 
 
@@ -126,6 +127,7 @@ async def _ingest(
         chunker=services.chunker,
         tenant_id=tenant_id,
         documents=[_document(item)],
+        parser=services.parser,
     )
     if isinstance(outcome, AppError) and outcome.status >= 500:
         raise TransientFailure(outcome.detail)

@@ -16,6 +16,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 from app.db.engine import create_sessionmaker
 from app.db.tenancy import SessionMaker
 from app.embeddings import Embedder
+from app.ingest.parsing import Parser
 from app.jobs.queue import background_workers
 from app.jobs.runner import JobServices
 from app.settings import Settings
@@ -61,7 +62,7 @@ async def workers(
     concurrency: int = 1,
     turn_documents: int = 2,
 ) -> AsyncIterator[None]:
-    services = JobServices(sessions, embedder, small_chunker(), turn_documents)
+    services = JobServices(sessions, embedder, small_chunker(), Parser(), turn_documents)
     async with background_workers(settings, services, concurrency=concurrency):
         yield
 

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from app.errors import UnsupportedMediaType
 from app.ingest.parsing.html import decode_html, parse_html
+from app.ingest.parsing.limits import DEFAULT_LIMITS, ParseLimits, PdfReading, check_chars
 from app.ingest.parsing.markdown import parse_markdown
 from app.ingest.parsing.model import ParsedDocument, Section, SourceType
 from app.ingest.parsing.pdf import parse_pdf
@@ -11,7 +14,9 @@ from app.ingest.parsing.sniffing import sniff_source_type
 from app.ingest.parsing.text import clean_text, decode_text, parse_plain
 
 __all__ = [
+    "ParseLimits",
     "ParsedDocument",
+    "Parser",
     "Section",
     "SourceType",
     "parse_bytes",
@@ -33,11 +38,33 @@ def parse_text(text: str, source_type: SourceType) -> ParsedDocument:
     return parse_plain(text)
 
 
-def parse_bytes(data: bytes, source_type: SourceType) -> ParsedDocument:
+def parse_bytes(
+    data: bytes,
+    source_type: SourceType,
+    *,
+    limits: ParseLimits = DEFAULT_LIMITS,
+    read_pdf: PdfReading = parse_pdf,
+) -> ParsedDocument:
     """An uploaded file of any source type (see `sniff_source_type` to choose it)."""
     source_type = SourceType(source_type)
     if source_type is SourceType.PDF:
-        return parse_pdf(data)
+        return read_pdf(data, limits)
     if source_type is SourceType.HTML:
         return parse_html(decode_html(data))
     return parse_text(decode_text(data), source_type)
+
+
+@dataclass(frozen=True, slots=True)
+class Parser:
+    """Parses what ingest receives under `limits` (limits.py); `read_pdf` is a sandbox
+    (sandbox.py) in the service, `parse_pdf` in process otherwise."""
+
+    limits: ParseLimits = DEFAULT_LIMITS
+    read_pdf: PdfReading = parse_pdf
+
+    def parse(self, content: str | bytes, source_type: SourceType) -> ParsedDocument:
+        if isinstance(content, bytes):
+            parsed = parse_bytes(content, source_type, limits=self.limits, read_pdf=self.read_pdf)
+        else:
+            parsed = parse_text(content, source_type)
+        return check_chars(parsed, self.limits)

@@ -1,14 +1,17 @@
-"""PDF: one section per page that has text, numbered from 1, with pypdf."""
+"""PDF: one section per page that has text, numbered from 1, with pypdf, under limits
+(limits.py): pages, characters, inflated stream size. The wall-clock budget is the
+sandbox's (sandbox.py), which can stop a page that never ends."""
 
 from __future__ import annotations
 
 import io
 import logging
 
-from pypdf import PasswordType, PdfReader
-from pypdf.errors import DependencyError
+from pypdf import PasswordType, PdfReader, apply_configuration
+from pypdf.errors import DependencyError, LimitReachedError
 
-from app.errors import Unprocessable
+from app.errors import PayloadTooLarge, Unprocessable
+from app.ingest.parsing.limits import DEFAULT_LIMITS, ParseLimits, too_many_chars
 from app.ingest.parsing.model import ParsedDocument, Section, document
 
 logger = logging.getLogger(__name__)
@@ -17,17 +20,35 @@ _TITLE_MAX_CHARS = 120
 _TITLE_MAX_WORDS = 16
 
 
-def parse_pdf(data: bytes) -> ParsedDocument:
+def parse_pdf(data: bytes, limits: ParseLimits = DEFAULT_LIMITS) -> ParsedDocument:
     """The text layer of each page, as pypdf extracts it.
 
     A PDF locked with only an owner password (print/copy restrictions) opens with the empty
     user password, as in any viewer; one that needs a password to open is 422, and so is a
-    corrupt file or one without any text layer (scanned pages need OCR first).
+    corrupt file or one without any text layer (scanned pages need OCR first). More pages or
+    characters than the limits allow, or a stream inflating past them, is 413.
     """
-    reader = _open(data)
+    inflated = limits.max_inflated_bytes
+    with apply_configuration(
+        zlib_maximum_output_length=inflated,
+        lzw_maximum_output_length=inflated,
+        run_length_maximum_output_length=inflated,
+        brotli_maximum_output_length=inflated,
+        array_based_stream_maximum_output_length=inflated,
+        stream_decoding_work_maximum_length=4 * inflated,
+    ):
+        try:
+            reader = _open(data, limits)
+            texts = _page_texts(reader, limits)
+        except LimitReachedError as exc:
+            raise PayloadTooLarge(
+                f"the PDF inflates beyond what one document may ({_describe(exc)}; "
+                f"RAG_PARSE_MAX_INFLATED_BYTES is {inflated:,} bytes per stream)",
+                extra={"limit": "max_inflated_bytes", "value": inflated},
+            ) from exc
     sections = [
         Section(text=text, section_path=(), page_number=number)
-        for number, text in enumerate(_page_texts(reader), start=1)
+        for number, text in enumerate(texts, start=1)
         if text.strip()
     ]
     if not sections:
@@ -37,33 +58,43 @@ def parse_pdf(data: bytes) -> ParsedDocument:
     return document(_title(reader, sections[0].text), sections)
 
 
-def _open(data: bytes) -> PdfReader:
+def _open(data: bytes, limits: ParseLimits) -> PdfReader:
     try:
         reader = PdfReader(io.BytesIO(data))
         if reader.is_encrypted and reader.decrypt("") == PasswordType.NOT_DECRYPTED:
             raise Unprocessable("the PDF is encrypted: upload a copy without a password")
-        _ = len(reader.pages)  # reads the page tree, where truncated files usually fail
-    except (Unprocessable, DependencyError):
+        pages = len(reader.pages)  # reads the page tree, where truncated files usually fail
+    except (Unprocessable, DependencyError, LimitReachedError):
         raise
     except Exception as exc:  # pypdf raises many types (ValueError, KeyError …) on bad files
         raise Unprocessable(
             f"the PDF could not be read (corrupt or truncated?): {_describe(exc)}"
         ) from exc
+    if pages > limits.max_pages:
+        raise PayloadTooLarge(
+            f"the PDF has {pages:,} pages, more than {limits.max_pages:,} "
+            "(RAG_PARSE_MAX_PAGES): split it, or raise the limit",
+            extra={"limit": "max_pages", "value": limits.max_pages},
+        )
     return reader
 
 
-def _page_texts(reader: PdfReader) -> list[str]:
+def _page_texts(reader: PdfReader, limits: ParseLimits) -> list[str]:
     texts: list[str] = []
+    chars = 0
     for number, page in enumerate(reader.pages, start=1):
         try:
             text = page.extract_text()
-        except DependencyError:
+        except (DependencyError, LimitReachedError):
             raise
         except Exception as exc:
             raise Unprocessable(
                 f"page {number} of the PDF could not be read: {_describe(exc)}"
             ) from exc
         texts.append(_clean(text))
+        chars += len(texts[-1])
+        if chars > limits.max_chars:  # stop reading: the rest cannot be kept anyway
+            raise too_many_chars(limits)
     return texts
 
 

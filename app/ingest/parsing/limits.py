@@ -1,0 +1,59 @@
+"""What one document may cost to parse, and the parser that holds every document to it.
+
+A few kilobytes of PDF can hold work for minutes (one content stream of 100,000 operators
+drawn by every page) or a stream that inflates to gigabytes. So PDFs are read under limits:
+pages, characters of text, bytes a stream may inflate to, and a wall-clock budget that grows
+with the file (`seconds` plus `seconds_per_mb` for each megabyte sent: work in proportion to
+what was sent). With a sandbox (sandbox.py) the budget is enforced by killing the worker
+process that overruns it; without one (the command line's own files) the other limits still
+hold. Text, markdown and HTML parse in linear time and are bounded by the upload size and by
+`max_chars`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Protocol
+
+from app.errors import PayloadTooLarge
+from app.ingest.parsing.model import ParsedDocument
+
+MB = 1024 * 1024
+
+
+@dataclass(frozen=True, slots=True)
+class ParseLimits:
+    seconds: float = 5.0
+    seconds_per_mb: float = 10.0
+    max_pages: int = 5_000
+    max_chars: int = 10_000_000
+    max_inflated_bytes: int = 32 * MB  # one PDF stream, decompressed
+
+    def budget(self, size_bytes: int) -> float:
+        """Wall-clock seconds a file of `size_bytes` may take to parse."""
+        return self.seconds + self.seconds_per_mb * size_bytes / MB
+
+
+DEFAULT_LIMITS = ParseLimits()
+
+
+def check_chars(parsed: ParsedDocument, limits: ParseLimits) -> ParsedDocument:
+    """413 when the parsed text is longer than `limits.max_chars`."""
+    total = sum(len(section.text) for section in parsed.sections)
+    if total > limits.max_chars:
+        raise too_many_chars(limits)
+    return parsed
+
+
+def too_many_chars(limits: ParseLimits) -> PayloadTooLarge:
+    return PayloadTooLarge(
+        f"the document's text is longer than {limits.max_chars:,} characters "
+        "(RAG_PARSE_MAX_CHARS): split it, or raise the limit",
+        extra={"limit": "max_chars", "value": limits.max_chars},
+    )
+
+
+class PdfReading(Protocol):
+    """Reads a PDF's bytes into sections under the limits (in a sandbox, or in process)."""
+
+    def __call__(self, data: bytes, limits: ParseLimits) -> ParsedDocument: ...

@@ -1,0 +1,70 @@
+"""PDFs read in worker processes that are killed when one overruns its budget.
+
+A thread cannot be stopped, and a pure-Python parser holding the GIL slows the event loop
+too; a process can be killed. `PdfSandbox` keeps `workers` spawned processes (pebble's
+ProcessPool: a worker that overruns is killed and replaced), so a hostile upload costs at
+most one worker for `ParseLimits.budget(size)` seconds, the event loop and the other
+tenants' requests stay responsive meanwhile, and no more than `workers` cores ever parse
+PDFs at once (the next uploads wait for a free worker, within their own budget).
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import threading
+from concurrent.futures import TimeoutError as FutureTimeout
+from concurrent.futures.process import BrokenProcessPool
+
+from pebble import ProcessExpired, ProcessPool
+
+from app.errors import ServiceUnavailable, Unprocessable
+from app.ingest.parsing.limits import ParseLimits
+from app.ingest.parsing.model import ParsedDocument
+from app.ingest.parsing.pdf import parse_pdf
+
+
+class PdfSandbox:
+    """A `PdfReading` that parses in killable worker processes; close() it when done."""
+
+    def __init__(self, workers: int = 1) -> None:
+        self._workers = workers
+        self._pool: ProcessPool | None = None  # started by the first PDF
+        self._lock = threading.Lock()
+
+    def _started(self) -> ProcessPool:
+        with self._lock:
+            if self._pool is None:
+                # spawn, not fork: the service process holds threads (event loop, torch)
+                context = multiprocessing.get_context("spawn")
+                self._pool = ProcessPool(max_workers=self._workers, context=context)
+            return self._pool
+
+    def __call__(self, data: bytes, limits: ParseLimits) -> ParsedDocument:
+        """Blocking (call it from a worker thread): the parsed PDF, or the error that stopped
+        it, 422 when it overran its budget or killed its worker."""
+        budget = limits.budget(len(data))
+        future = self._started().schedule(parse_pdf, args=(data, limits), timeout=budget)
+        try:
+            parsed: ParsedDocument = future.result()
+        except FutureTimeout:
+            raise Unprocessable(
+                f"reading the PDF took longer than its budget of {budget:.1f} s "
+                f"(RAG_PARSE_SECONDS {limits.seconds:g} s + RAG_PARSE_SECONDS_PER_MB "
+                f"{limits.seconds_per_mb:g} s per MB sent) and was stopped: the file is "
+                "malformed or built to be slow; a PDF printed again from its source usually reads",
+                extra={"limit": "seconds", "value": round(budget, 3)},
+            ) from None
+        except ProcessExpired as exc:
+            raise Unprocessable(
+                f"the PDF reader stopped on this file ({exc}): it is malformed"
+            ) from None
+        except (BrokenProcessPool, RuntimeError) as exc:  # stopped, or could not start one
+            raise ServiceUnavailable(f"no PDF reader process is available: {exc}") from exc
+        return parsed
+
+    def close(self) -> None:
+        with self._lock:
+            pool, self._pool = self._pool, None
+        if pool is not None:
+            pool.stop()  # type: ignore[no-untyped-call]
+            pool.join()
