@@ -108,6 +108,7 @@ class Settings(BaseSettings):
     chunk_tokens: int = Field(default=300, ge=32, le=8192)
     chunk_overlap_tokens: int = Field(default=50, ge=0)
     upload_max_bytes: int = Field(default=25 * 1024 * 1024, ge=1024)
+    http_max_header_bytes: int = Field(default=64 * 1024, ge=4096)  # request line + headers
     batch_max_documents: int = Field(default=100, ge=1)
     # what one document may cost to parse (app/ingest/parsing/limits.py)
     parse_seconds: float = Field(default=5.0, gt=0)  # PDFs: budget = this + per MB sent

@@ -108,8 +108,8 @@ class ValidationProblem(Problem):
 
 
 _MEANING = {
-    400: "The request could not be parsed: a body that is not UTF-8 or a broken multipart "
-    "form, or a request line or header beyond the server's limits.",
+    400: "The request could not be parsed: a body that is not UTF-8, a broken multipart "
+    "form, or a malformed request line or header.",
     401: "No bearer token, or one that is expired, malformed or signed with another key.",
     403: "The token lacks the scope, its tenant is unknown or suspended, or X-Tenant-ID names "
     "another tenant without rag:admin.",
@@ -119,6 +119,8 @@ _MEANING = {
     415: "The content is of a type the service does not ingest.",
     422: "A field is missing or invalid; `errors` lists them.",
     429: "The tenant's rate limit is spent; retry after `Retry-After` seconds.",
+    431: "The request line and headers are larger than RAG_HTTP_MAX_HEADER_BYTES (any route); "
+    "the connection is closed.",
     503: "The database (or the rate limiter, when configured to fail closed) is unreachable; "
     "retry after `Retry-After` seconds.",
 }
@@ -167,6 +169,7 @@ def install_openapi(app: FastAPI) -> None:
                 tags=app.openapi_tags,
             )
             _add_problem_schemas(document)
+            _add_head_limit(document)
             app.openapi_schema = document
         return app.openapi_schema
 
@@ -180,3 +183,10 @@ def _add_problem_schemas(document: dict[str, Any]) -> None:
         defs: Mapping[str, Any] = schema.pop("$defs", {})
         schemas.update(defs)
         schemas[model.__name__] = schema
+
+
+def _add_head_limit(document: dict[str, Any]) -> None:
+    """Every operation can meet the server's limit on a request's head (http_protocol.py)."""
+    for operations in document.get("paths", {}).values():
+        for operation in operations.values():
+            operation.setdefault("responses", {}).update({"431": errors(431)[431]})

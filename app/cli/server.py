@@ -8,6 +8,7 @@ import socket
 
 import uvicorn
 
+from app.api.http_protocol import uvicorn_config
 from app.auth.keys import hmac_key_source
 from app.main import create_app
 from app.settings import Settings
@@ -38,7 +39,7 @@ def run_server(settings: Settings, *, host: str, port: int) -> None:
     """Serve until interrupted; uvicorn's own start-up lines stay at debug level."""
     errors = logging.getLogger("uvicorn.error")
     level = errors.level
-    config = uvicorn.Config(create_app(settings), host=host, port=port, log_level="info")
+    config = uvicorn_config(create_app(settings), settings, host=host, port=port, log_level="info")
     errors.setLevel(level)  # uvicorn.Config reconfigures its loggers: keep the chosen level
     shown = f"[{host}]" if ":" in host else host
     keys = hmac_key_source(settings)

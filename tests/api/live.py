@@ -19,6 +19,7 @@ import uvicorn
 from sqlalchemy.ext.asyncio import async_sessionmaker
 
 from app.api.examples import MARKDOWN_DOCUMENT
+from app.api.http_protocol import uvicorn_config
 from app.auth import issue_token
 from app.db.engine import create_engine
 from app.db.tenancy import registry_transaction
@@ -85,9 +86,10 @@ def live_server(settings: Settings) -> Iterator[LiveServer]:
     _in_thread(_register(settings, tenant_id))
     app = create_app(settings, embedder=WordHashEmbedder(settings.embedding_dimensions))
     port = _free_port()
-    server = uvicorn.Server(
-        uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", lifespan="on")
+    config = uvicorn_config(
+        app, settings, host="127.0.0.1", port=port, log_level="warning", lifespan="on"
     )
+    server = uvicorn.Server(config)
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()
     deadline = time.monotonic() + 60

@@ -39,9 +39,7 @@ async def limited(
 
 
 @pytest.fixture
-async def tenant(
-    limited: AsyncClient, settings: Settings, sessions: SessionMaker
-) -> TenantClient:
+async def tenant(limited: AsyncClient, settings: Settings, sessions: SessionMaker) -> TenantClient:
     return await new_tenant(limited, settings, sessions)
 
 
@@ -77,7 +75,8 @@ async def test_a_stream_inflating_past_the_limit_is_413(tenant: TenantClient) ->
 
 async def test_too_many_pages_is_413(tenant: TenantClient) -> None:
     problem = assert_problem(await upload(tenant, "long.pdf", pdf_bytes(("page.",) * 21)), 413)
-    assert "21 pages" in problem["detail"] and "RAG_PARSE_MAX_PAGES" in problem["detail"]
+    assert "21 pages" in problem["detail"]
+    assert "RAG_PARSE_MAX_PAGES" in problem["detail"]
     assert await total(tenant) == 0
 
 

@@ -1,0 +1,81 @@
+"""uvicorn's httptools protocol with a bound on a request's head (request line and headers).
+
+httptools sets no limit: a client could send a header of hundreds of megabytes, holding the
+event loop while it is parsed and buffered (at 64 MB every other client stalled for seconds).
+This protocol counts the bytes of a head still being read; past `max_head_bytes` it answers
+431 Request Header Fields Too Large (a problem document) and closes the connection. A read
+counts when the head was still being read before and after it, so a body arriving with the
+end of its head is never counted against it; memory is bounded by the limit plus one read.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import uvicorn
+from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
+
+from app.api.problems import PROBLEM_TYPE_BASE
+from app.settings import Settings
+
+TITLE = "Request header fields too large"
+
+
+class BoundedHttpToolsProtocol(HttpToolsProtocol):
+    max_head_bytes = 64 * 1024
+    _reading_head = True
+    _head_bytes = 0
+
+    def data_received(self, data: bytes) -> None:
+        was_reading_head = self._reading_head
+        super().data_received(data)
+        # Counted only when the head was being read before and after this read: a read that
+        # ends a head (its body follows) or a message (the next head begins) is not a head.
+        if not (was_reading_head and self._reading_head) or self.transport.is_closing():
+            return
+        self._head_bytes += len(data)
+        if self._head_bytes > self.max_head_bytes:
+            self._refuse()
+
+    def on_headers_complete(self) -> None:
+        self._reading_head = False
+        super().on_headers_complete()
+
+    def on_message_complete(self) -> None:
+        super().on_message_complete()
+        self._reading_head, self._head_bytes = True, 0  # the next request on this connection
+
+    def _refuse(self) -> None:
+        self.logger.warning("request head over %d bytes: 431", self.max_head_bytes)
+        body = json.dumps(
+            {
+                "type": f"{PROBLEM_TYPE_BASE}header-too-large",
+                "title": TITLE,
+                "status": 431,
+                "detail": f"the request line and headers exceed {self.max_head_bytes} bytes "
+                "(RAG_HTTP_MAX_HEADER_BYTES)",
+            }
+        ).encode()
+        head = [b"HTTP/1.1 431 Request Header Fields Too Large\r\n"]
+        head += [
+            name + b": " + value + b"\r\n" for name, value in self.server_state.default_headers
+        ]
+        head += [
+            b"content-type: application/problem+json\r\n",
+            b"content-length: %d\r\n" % len(body),
+            b"connection: close\r\n\r\n",
+        ]
+        self.transport.write(b"".join(head) + body)
+        self.transport.close()
+
+
+def bounded_protocol(max_head_bytes: int) -> type[BoundedHttpToolsProtocol]:
+    """The protocol class for uvicorn's `http=` with this limit."""
+    return type("BoundedHttp", (BoundedHttpToolsProtocol,), {"max_head_bytes": max_head_bytes})
+
+
+def uvicorn_config(app: Any, settings: Settings, **options: Any) -> uvicorn.Config:
+    """How the service is served, by `rag serve` and by the tests' live servers alike."""
+    http = bounded_protocol(settings.http_max_header_bytes)
+    return uvicorn.Config(app, http=http, **options)

@@ -1,0 +1,73 @@
+"""A request head (request line and headers) over RAG_HTTP_MAX_HEADER_BYTES is a 431 and the
+connection is closed; a large body is not a large head; other clients are served meanwhile.
+Issue 14: a 16 MB header was accepted, 64 MB stalled every client for seconds."""
+
+from __future__ import annotations
+
+import socket
+import threading
+from urllib.parse import urlsplit
+
+import httpx
+
+from tests.api.live import LiveServer
+
+LIMIT = 64 * 1024
+
+
+def _exchange(live: LiveServer, head: bytes, *, body_chunks: int = 0) -> bytes:
+    """Send `head` (and `body_chunks` more megabytes of header, as a slow client would) on a
+    raw socket; what the server answered before closing."""
+    address = urlsplit(live.url)
+    with socket.create_connection((address.hostname, address.port), timeout=30) as sock:
+        try:
+            sock.sendall(head)
+            for _ in range(body_chunks):
+                sock.sendall(b"x" * 1024 * 1024)
+        except (BrokenPipeError, ConnectionResetError):
+            pass  # the server refused and closed while we were still sending: expected
+        reply = b""
+        try:
+            while chunk := sock.recv(65536):
+                reply += chunk
+        except ConnectionResetError:
+            pass
+        return reply
+
+
+def test_a_huge_header_is_431_and_closed(live: LiveServer) -> None:
+    head = b"GET /healthz HTTP/1.1\r\nHost: x\r\nX-Big: " + b"a" * (LIMIT + 1) + b"\r\n\r\n"
+    reply = _exchange(live, head)
+    assert reply.startswith(b"HTTP/1.1 431 "), reply[:200]
+    assert b"application/problem+json" in reply
+    assert b"RAG_HTTP_MAX_HEADER_BYTES" in reply
+
+
+def test_a_header_sent_without_end_stops_at_the_limit(live: LiveServer) -> None:
+    """64 MB of one header, streamed: refused after the first read over the limit, while a
+    second client is answered."""
+    others: list[int] = []
+
+    def meanwhile() -> None:
+        for _ in range(5):
+            others.append(httpx.get(f"{live.url}/healthz", timeout=10).status_code)
+
+    helper = threading.Thread(target=meanwhile)
+    helper.start()
+    reply = _exchange(live, b"GET /healthz HTTP/1.1\r\nHost: x\r\nX-Big: ", body_chunks=64)
+    helper.join()
+    assert reply.startswith(b"HTTP/1.1 431 "), reply[:200]
+    assert others == [200] * 5
+
+
+def test_headers_under_the_limit_and_a_large_body_are_served(live: LiveServer) -> None:
+    padding = {"X-Pad": "p" * (LIMIT // 2)}
+    assert httpx.get(f"{live.url}/healthz", headers=padding).status_code == 200
+    body = {"title": "Large body", "content": "Harbour log. " * 40_000}  # ~520 KB
+    reply = httpx.post(
+        f"{live.url}/api/rag/documents", json=body, headers=live.headers, timeout=120
+    )
+    assert reply.status_code in (200, 201), reply.text
+    with httpx.Client(base_url=live.url) as client:  # keep-alive: the count starts again
+        for _ in range(3):
+            assert client.get("/healthz", headers=padding).status_code == 200
