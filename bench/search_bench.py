@@ -92,6 +92,7 @@ from app.ingest.documents import ingest_document
 from app.resources import build_chunker
 from app.retrieval import SearchMode, SearchRequest, fuse, search
 from app.retrieval.bm25 import keyword_query
+from app.settings import Settings
 
 TOP_K = 10
 DESIGN_NDCG = {"vector": 0.300, "keyword": 0.307, "hybrid": 0.329}
@@ -610,6 +611,34 @@ async def service_part(
     return rows
 
 
+async def worst_keyword_part(
+    db: BenchDatabase, loaded: Loaded, stub: StubEmbedder, repeats: int
+) -> list[dict[str, Any]]:
+    """The costliest query a caller may send: as many terms as the service keeps
+    (`search_keyword_max_terms`), each among the most frequent of the largest tenant (the
+    bound caps the terms, so the worst query is the one whose terms have the most postings).
+    Keyword and hybrid, ef_search 40, `repeats` times per tenant size."""
+    conn = await connect_loader(db.superuser_url)
+    try:
+        largest = max(loaded.tenants, key=lambda t: t.stop - t.start)
+        words = await conn.fetch(
+            "select lexeme, df from bm25_terms where tenant_id = $1 order by df desc limit $2",
+            largest.tenant_id,
+            Settings().search_keyword_max_terms,
+        )
+    finally:
+        await conn.close()
+    query = " ".join(row["lexeme"] for row in words)  # no operators: any of the words
+    log(f"worst keyword query ({sum(r['df'] for r in words)} postings in the 50% tenant): {query}")
+    stub.vectors[query] = next(iter(stub.vectors.values()))
+    rows = []
+    for mode in ("keyword", "hybrid"):
+        timed = await service_part(db, loaded, stub, [query] * repeats, mode=mode, ef_values=[40])
+        for row in timed:
+            rows.append({**row, "path": f"service, {mode}, worst allowed query"})
+    return rows
+
+
 LEGACY_KEYWORD = "keyword-tsrank"
 
 
@@ -963,6 +992,8 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
                 rows += await service_part(
                     db, loaded, stub, stub_texts, mode=mode, ef_values=args.ef
                 )
+            if args.worst_queries:
+                rows += await worst_keyword_part(db, loaded, stub, args.worst_queries)
             entry["plans"] = await plan_counts(db, loaded.tenants[0].tenant_id)
             if args.explain:
                 entry["explain"] = await explain_part(db, loaded, stub, stub_texts[0])
@@ -1105,6 +1136,12 @@ def main() -> None:
     parser.add_argument("--skip-latency", action="store_true")
     parser.add_argument("--skip-http", action="store_true")
     parser.add_argument("--explain", action="store_true")
+    parser.add_argument(
+        "--worst-queries",
+        type=int,
+        default=0,
+        help="also time the costliest allowed keyword/hybrid query this many times per size",
+    )
     parser.add_argument(
         "--plan-cache-mode",
         default="auto",
