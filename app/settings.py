@@ -67,6 +67,8 @@ class Settings(BaseSettings):
     rate_limit_window_seconds: int = Field(default=60, ge=1)
     rate_limit_tiers: dict[str, int] = {"basic": 100, "pro": 1000, "enterprise": 10000}
     rate_limit_redis_failure: RedisFailurePolicy = RedisFailurePolicy.FAIL_OPEN
+    # app processes sharing the Redis: while it is down each admits ceil(limit / this)
+    rate_limit_instances: int = Field(default=1, ge=1, le=10_000)
 
     # embeddings
     embedding_provider: EmbeddingProvider = EmbeddingProvider.AUTO

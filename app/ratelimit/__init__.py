@@ -4,7 +4,12 @@ No FastAPI here: `api/` calls `limiter.hit(...)`, puts `rate_limit_headers(decis
 and `raise_if_denied(decision)` turns a denial into a 429.
 """
 
-from app.ratelimit.fallback import REDIS_FALLBACKS, FallbackRateLimiter, build_rate_limiter
+from app.ratelimit.fallback import (
+    REDIS_FALLBACKS,
+    FallbackRateLimiter,
+    ShareLimiter,
+    build_rate_limiter,
+)
 from app.ratelimit.memory_limiter import MemoryRateLimiter
 from app.ratelimit.redis_limiter import RedisRateLimiter
 from app.ratelimit.window import (
@@ -22,6 +27,7 @@ __all__ = [
     "MemoryRateLimiter",
     "RateLimiter",
     "RedisRateLimiter",
+    "ShareLimiter",
     "build_rate_limiter",
     "limit_for_tier",
     "raise_if_denied",

@@ -1,8 +1,13 @@
 """Redis first; when Redis fails, degrade as configured instead of failing the request.
 
-FAIL_OPEN: decisions come from an in-process limiter (each instance then enforces the limit on
-its own, so N instances admit up to N x limit), logged at most once per `log_interval_seconds`
-and counted (`fallback_count`, Prometheus `rag_ratelimit_redis_fallback_total`).
+FAIL_OPEN: this process admits while its own admissions of the window (through Redis before
+the outage, or during it) are fewer than its share, ceil(limit / RAG_RATE_LIMIT_INSTANCES)
+(`ShareLimiter`). So with the instance count set right, a window overlapping an outage admits
+at most limit + limit x (N - 1) / N (what Redis admitted, plus each process topping up to its
+share), and exactly `limit` with one process; when Redis answers again, the outage's
+admissions are written into it (redis_limiter.py) and the limit is exact again. Fallbacks are
+logged at most once per `log_interval_seconds` and counted (`fallback_count`, Prometheus
+`rag_ratelimit_redis_fallback_total`).
 FAIL_CLOSED: ServiceUnavailable (503) with Retry-After.
 After a failure Redis is left alone for `cooldown_seconds` (no 250 ms connect timeout on every
 request during an outage), then the next request tries it again.
@@ -22,9 +27,10 @@ from redis.backoff import NoBackoff
 from redis.exceptions import RedisError
 
 from app.errors import ServiceUnavailable
+from app.ratelimit.ledger import Admission
 from app.ratelimit.memory_limiter import MemoryRateLimiter
 from app.ratelimit.redis_limiter import RedisRateLimiter
-from app.ratelimit.window import Decision, RateLimiter
+from app.ratelimit.window import Decision, RateLimiter, check_arguments, decide
 from app.settings import RedisFailurePolicy, Settings
 
 logger = logging.getLogger(__name__)
@@ -112,6 +118,37 @@ class FallbackRateLimiter:
         await self.fallback.aclose()
 
 
+class ShareLimiter:
+    """The fail-open fallback of one process: its own admissions of the window (the Redis
+    limiter's ledger) against its share of the limit; admissions are recorded for writing
+    back into Redis when it answers again."""
+
+    def __init__(self, redis: RedisRateLimiter) -> None:
+        self._redis = redis
+
+    async def hit(self, key: str, *, limit: int, window_seconds: int) -> Decision:
+        check_arguments(limit, window_seconds)
+        window_us = window_seconds * 1_000_000
+        allowed, counted, reset_us = self._redis.share(key, limit=limit, window_us=window_us)
+        if allowed:
+            now_us = self._redis.clock.now_us()
+            admission = Admission(self._redis.member(), now_us, in_redis=False)
+            self._redis.ledger.record(key, admission, window_us=window_us)
+            counted += 1
+            reset_us = min(reset_us, window_us)
+        share = math.ceil(limit / self._redis.instances)
+        # reported against the share: `remaining` is what this process may still admit
+        return decide(
+            allowed=allowed,
+            limit=limit,
+            counted=limit - share + counted,
+            reset_seconds=reset_us / 1e6,
+        )
+
+    async def aclose(self) -> None:
+        return None
+
+
 def build_rate_limiter(settings: Settings) -> RateLimiter:
     """Redis (with the configured failure policy) when RAG_REDIS_URL is set, else in-process."""
     if not settings.redis_url:
@@ -122,8 +159,9 @@ def build_rate_limiter(settings: Settings) -> RateLimiter:
         socket_connect_timeout=0.25,
         retry=Retry(NoBackoff(), 1),  # one immediate retry: a pooled connection may be stale
     )
+    redis = RedisRateLimiter(client, owns_client=True, instances=settings.rate_limit_instances)
     return FallbackRateLimiter(
-        RedisRateLimiter(client, owns_client=True),
-        MemoryRateLimiter(),
+        redis,
+        ShareLimiter(redis),
         policy=settings.rate_limit_redis_failure,
     )

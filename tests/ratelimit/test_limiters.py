@@ -24,6 +24,7 @@ from app.ratelimit import (
     MemoryRateLimiter,
     RateLimiter,
     RedisRateLimiter,
+    ShareLimiter,
     build_rate_limiter,
     limit_for_tier,
     raise_if_denied,
@@ -353,25 +354,65 @@ async def private_redis() -> AsyncIterator[PrivateRedis]:
     await server.stop()
 
 
+def process(url: str, *, instances: int) -> FallbackRateLimiter:
+    """What one app process builds: a Redis limiter with its share limiter as fallback."""
+    redis = RedisRateLimiter(client_for(url), owns_client=True, instances=instances)
+    return FallbackRateLimiter(redis, ShareLimiter(redis), cooldown_seconds=0.2)
+
+
+async def admitted(limiter: RateLimiter, key: str, n: int) -> int:
+    return sum(await hits(limiter, key, n, limit=10, window=60))
+
+
 async def test_redis_going_down_and_coming_back(private_redis: PrivateRedis) -> None:
-    client = client_for(private_redis.url)
-    limiter = FallbackRateLimiter(
-        RedisRateLimiter(client, owns_client=True), MemoryRateLimiter(), cooldown_seconds=0.2
-    )
-    key = new_key()
+    """One process: its share is the whole limit, which holds through the outage and after
+    Redis comes back empty (the outage's admissions and the earlier ones are written back)."""
+    limiter, key = process(private_redis.url, instances=1), new_key()
     assert await hits(limiter, key, 2, limit=5, window=60) == [True, True]
     assert limiter.fallback_count == 0
 
     await private_redis.stop()
-    assert await hits(limiter, key, 3, limit=5, window=60) == [True, True, True]
-    assert limiter.fallback_count == 3
+    assert await hits(limiter, key, 5, limit=5, window=60) == [True] * 3 + [False] * 2
+    assert limiter.fallback_count == 5
 
-    await private_redis.start()
+    await private_redis.start()  # empty: this redis-server keeps nothing
     await asyncio.sleep(0.25)  # past the cooldown: the next hit tries Redis again
     decision = await limiter.hit(key, limit=5, window_seconds=60)
-    assert (decision.allowed, decision.remaining) == (True, 4)  # a fresh Redis, empty log
-    assert limiter.fallback_count == 3
+    assert (decision.allowed, decision.remaining) == (False, 0)
+    assert limiter.fallback_count == 5
+    raw = client_for(private_redis.url)
+    assert await raw.zcard(f"rag:ratelimit:{key}") == 5  # every admission, written back
+    await raw.aclose()
     await limiter.aclose()
+
+
+async def test_two_processes_never_admit_more_than_the_bound_around_a_restart(
+    private_redis: PrivateRedis,
+) -> None:
+    """Issue 14: a tenant limited to 100 a minute got 260 admitted in 8 s around a Redis
+    restart (per-process fallback counters, then an empty Redis). Two processes, limit 10:
+    never more than 10 in the window, before, during and after the restart."""
+    first, second = (process(private_redis.url, instances=2) for _ in range(2))
+    key = new_key()
+    assert (await admitted(first, key, 4), await admitted(second, key, 2)) == (4, 2)
+
+    await private_redis.stop()  # each tops up to its share of 5, counting its own
+    assert (await admitted(first, key, 10), await admitted(second, key, 10)) == (1, 3)
+
+    await private_redis.start()
+    await asyncio.sleep(0.25)
+    for _ in range(3):  # interleaved: each writes its admissions back on its first call
+        assert (await admitted(first, key, 5), await admitted(second, key, 5)) == (0, 0)
+    raw = client_for(private_redis.url)
+    assert await raw.zcard(f"rag:ratelimit:{key}") == 10
+    await raw.aclose()
+
+    # a third process started after the restart, with nothing of its own, is held by the
+    # log that the other two gave back
+    late = process(private_redis.url, instances=2)
+    assert await admitted(late, key, 5) == 0
+    for limiter in (first, second, late):
+        await limiter.aclose()
 
 
 async def test_build_rate_limiter_uses_redis_when_configured(redis_url: str) -> None:
