@@ -43,6 +43,7 @@ from app.main import create_app
 from app.settings import EmbeddingProvider, Settings
 from app.tenants import TenantDirectory, create_tenant
 from tests.fakes import WordHashEmbedder
+from tests.processes import PrivateRedis
 
 TEST_REDIS_DB = 15
 DIMENSIONS = 384
@@ -310,3 +311,15 @@ class _Unclosable:
 
     async def aclose(self) -> None:
         return None
+
+
+@pytest.fixture
+async def private_redis() -> AsyncIterator[PrivateRedis]:
+    """A redis-server of this test's own, which it may stop and start again."""
+    binary = shutil.which("redis-server")
+    if binary is None:
+        pytest.skip("redis-server is not installed (scripts/test installs it)")
+    server = PrivateRedis(binary)
+    await server.start()
+    yield server
+    await server.stop()

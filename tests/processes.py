@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import asyncio
 import socket
 import time
 
 import httpx
+from redis.asyncio import Redis
+from redis.exceptions import RedisError
 
 
 def free_port() -> int:
@@ -26,3 +29,35 @@ def wait_healthy(url: str, timeout: float = 240) -> bool:
             pass
         time.sleep(0.2)
     return False
+
+
+class PrivateRedis:
+    """A redis-server of our own on a fixed port, so a test can stop and restart it (it keeps
+    nothing on disk: a restart comes back empty, as the machine's does)."""
+
+    def __init__(self, binary: str) -> None:
+        self.binary, self.port = binary, free_port()
+        self.url = f"redis://127.0.0.1:{self.port}/0"
+        self._process: asyncio.subprocess.Process | None = None
+
+    async def start(self) -> None:
+        args = ["--port", str(self.port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"]
+        self._process = await asyncio.create_subprocess_exec(
+            self.binary, *args, stdout=asyncio.subprocess.DEVNULL
+        )
+        probe = Redis.from_url(self.url, socket_timeout=0.25, socket_connect_timeout=0.25)
+        try:
+            for _ in range(200):
+                try:
+                    if await probe.ping():
+                        return
+                except RedisError:
+                    await asyncio.sleep(0.025)
+            raise RuntimeError("redis-server did not start")
+        finally:
+            await probe.aclose()
+
+    async def stop(self) -> None:
+        if self._process is not None and self._process.returncode is None:
+            self._process.kill()
+            await self._process.wait()

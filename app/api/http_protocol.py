@@ -3,7 +3,8 @@
 httptools sets no limit: a client could send a header of hundreds of megabytes, holding the
 event loop while it is parsed and buffered (at 64 MB every other client stalled for seconds).
 This protocol counts the bytes of a head still being read; past `max_head_bytes` it answers
-431 Request Header Fields Too Large (a problem document) and closes the connection. A read
+431 Request Header Fields Too Large (a problem document) and closes the connection (after a
+short lingering close, so the client reads the reply). A read
 counts when the head was still being read before and after it, so a body arriving with the
 end of its head is never counted against it; memory is bounded by the limit plus one read.
 """
@@ -11,7 +12,8 @@ end of its head is never counted against it; memory is bounded by the limit plus
 from __future__ import annotations
 
 import json
-from typing import Any
+from functools import partial
+from typing import Any, cast
 
 import uvicorn
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
@@ -22,12 +24,21 @@ from app.settings import Settings
 TITLE = "Request header fields too large"
 
 
+LINGER_SECONDS = 2.0  # after a 431: reading and dropping what the client still sends
+
+
 class BoundedHttpToolsProtocol(HttpToolsProtocol):
-    max_head_bytes = 64 * 1024
     _reading_head = True
     _head_bytes = 0
+    _refused = False
+
+    def __init__(self, *args: Any, max_head_bytes: int = 64 * 1024, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.max_head_bytes = max_head_bytes
 
     def data_received(self, data: bytes) -> None:
+        if self._refused:
+            return  # lingering: the client is still sending what was refused
         was_reading_head = self._reading_head
         super().data_received(data)
         # Counted only when the head was being read before and after this read: a read that
@@ -67,15 +78,16 @@ class BoundedHttpToolsProtocol(HttpToolsProtocol):
             b"connection: close\r\n\r\n",
         ]
         self.transport.write(b"".join(head) + body)
-        self.transport.close()
-
-
-def bounded_protocol(max_head_bytes: int) -> type[BoundedHttpToolsProtocol]:
-    """The protocol class for uvicorn's `http=` with this limit."""
-    return type("BoundedHttp", (BoundedHttpToolsProtocol,), {"max_head_bytes": max_head_bytes})
+        # A close with unread data would reset the connection, and the client could lose the
+        # reply: send it and FIN, drop what still arrives for a moment, then close.
+        self._refused = True
+        if self.transport.can_write_eof():
+            self.transport.write_eof()
+        self.loop.call_later(LINGER_SECONDS, self.transport.close)
 
 
 def uvicorn_config(app: Any, settings: Settings, **options: Any) -> uvicorn.Config:
-    """How the service is served, by `rag serve` and by the tests' live servers alike."""
-    http = bounded_protocol(settings.http_max_header_bytes)
-    return uvicorn.Config(app, http=http, **options)
+    """How the service is served, by `rag serve` and by the tests' live servers alike. The
+    protocol is a partial of an importable class: worker processes receive it pickled."""
+    http = partial(BoundedHttpToolsProtocol, max_head_bytes=settings.http_max_header_bytes)
+    return uvicorn.Config(app, http=cast(type[HttpToolsProtocol], http), **options)

@@ -66,6 +66,15 @@ def root(
 def serve(
     host: Annotated[str, typer.Option(help="Interface to bind.")] = "127.0.0.1",
     port: Annotated[int, typer.Option(help="Port to listen on.")] = 8000,
+    workers: Annotated[
+        int,
+        typer.Option(
+            min=1,
+            max=64,
+            help="Worker processes on one socket (one database, started once; the rate limit "
+            "shared through Redis, or split between them without it).",
+        ),
+    ] = 1,
     verbose: Annotated[
         bool, typer.Option("--verbose", "-v", help="Show the libraries' start-up detail.")
     ] = False,
@@ -78,7 +87,7 @@ def serve(
 
     logs.configure(verbose=verbose)
     with database_settings(load_settings()) as settings:
-        run_server(settings, host=host, port=port)
+        run_server(settings, host=host, port=port, workers=workers)
 
 
 @app.command()

@@ -152,7 +152,7 @@ class ShareLimiter:
 def build_rate_limiter(settings: Settings) -> RateLimiter:
     """Redis (with the configured failure policy) when RAG_REDIS_URL is set, else in-process."""
     if not settings.redis_url:
-        return MemoryRateLimiter()
+        return MemoryRateLimiter(instances=settings.rate_limit_instances)
     client = Redis.from_url(
         settings.redis_url,
         socket_timeout=0.25,

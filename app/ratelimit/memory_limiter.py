@@ -5,10 +5,15 @@ each call is atomic (it is not meant to be shared between threads). Memory stays
 are kept in least-recently-used order, each hit drops a few idle keys from the old end (a key is
 idle once its newest admission has left its window), and beyond `max_keys` the least recently
 used key is evicted (which forgets its budget: the price of the bound).
+
+With `instances` > 1 (`rag serve --workers N` without Redis) each process admits its share,
+ceil(limit / instances), so the processes together never admit more than the limit (a
+tenant whose requests all land on one process gets only that process's share).
 """
 
 from __future__ import annotations
 
+import math
 import time
 from collections import OrderedDict, deque
 from collections.abc import Callable
@@ -33,12 +38,16 @@ class MemoryRateLimiter:
     """Sliding-window limiter for one process (state is lost on restart, not shared)."""
 
     def __init__(
-        self, *, max_keys: int = 100_000, clock: Callable[[], float] = time.monotonic
+        self,
+        *,
+        max_keys: int = 100_000,
+        clock: Callable[[], float] = time.monotonic,
+        instances: int = 1,
     ) -> None:
         if max_keys < 1:
             raise ValueError("max_keys must be >= 1")
         self._logs: OrderedDict[str, _Log] = OrderedDict()
-        self._max_keys, self._clock = max_keys, clock
+        self._max_keys, self._clock, self._instances = max_keys, clock, instances
 
     @property
     def key_count(self) -> int:
@@ -56,12 +65,14 @@ class MemoryRateLimiter:
         times, horizon = log.times, now - window_seconds
         while times and times[0] <= horizon:
             times.popleft()
-        allowed = len(times) < limit
+        share = math.ceil(limit / self._instances)
+        allowed = len(times) < share
         if allowed:
             times.append(now)
         reset = times[0] + window_seconds - now if times else float(window_seconds)
         self._prune(now)
-        return decide(allowed=allowed, limit=limit, counted=len(times), reset_seconds=reset)
+        counted = limit - share + len(times)  # `remaining` is what this process may admit
+        return decide(allowed=allowed, limit=limit, counted=counted, reset_seconds=reset)
 
     def _prune(self, now: float) -> None:
         for _ in range(_PRUNE_PER_HIT):

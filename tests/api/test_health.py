@@ -6,9 +6,12 @@ from httpx import ASGITransport, AsyncClient
 from pydantic import SecretStr
 
 from app.api.deps import get_resources
+from app.db.tenancy import SessionMaker
 from app.main import create_app
 from app.settings import Settings
+from tests.conftest import app_client
 from tests.fakes import WordHashEmbedder
+from tests.processes import PrivateRedis
 
 
 async def test_healthz_answers(client: AsyncClient) -> None:
@@ -51,3 +54,27 @@ async def test_unknown_path_is_a_problem(client: AsyncClient) -> None:
     assert response.status_code == 404
     assert response.headers["content-type"].startswith("application/problem+json")
     assert response.json()["status"] == 404
+
+
+async def test_readyz_follows_redis_as_it_is_now(
+    settings: Settings,
+    sessions: SessionMaker,
+    embedder: WordHashEmbedder,
+    private_redis: PrivateRedis,
+) -> None:
+    """Redis stopped: 503 naming it, at once; started again: ready, without restarting the app
+    (issue 14 point 4)."""
+    with_redis = settings.model_copy(update={"redis_url": private_redis.url})
+    async with app_client(with_redis, sessions, embedder) as http:
+        ready = await http.get("/readyz")
+        assert ready.status_code == 200
+        assert ready.json()["checks"]["redis"]["ok"] is True
+        await private_redis.stop()
+        down = await http.get("/readyz")
+        assert down.status_code == 503
+        assert down.json()["checks"]["redis"]["ok"] is False
+        assert down.json()["checks"]["database"]["ok"] is True
+        await private_redis.start()
+        again = await http.get("/readyz")
+        assert again.status_code == 200, again.text
+        assert again.json()["checks"]["redis"]["ok"] is True

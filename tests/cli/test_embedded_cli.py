@@ -77,6 +77,52 @@ def test_serve_answers_and_stops_cleanly_on_ctrl_c(env: dict[str, str]) -> None:
     assert not pid_file.exists(), "embedded PostgreSQL still running after Ctrl-C"
 
 
+def _spawned_children(pid: int) -> int:
+    """Worker processes uvicorn's supervisor spawned under `pid`."""
+    children = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
+    return sum(
+        b"spawn_main" in Path(f"/proc/{child}/cmdline").read_bytes()
+        for child in children
+        if Path(f"/proc/{child}").exists()
+    )
+
+
+def test_serve_with_two_workers_shares_one_database_and_the_limit(env: dict[str, str]) -> None:
+    """`rag serve --workers 2`: two processes on one socket, one embedded database started
+    once, one token secret; without Redis each admits half a tenant's limit, so together they
+    never admit more than the limit (issue 14 point 4)."""
+    assert rag("tenant", "create", "two-workers", env=env).returncode == 0
+    token = rag("token", "--tenant", "two-workers", env=env).stdout.strip()
+    port = free_port()
+    url = f"http://127.0.0.1:{port}"
+    server = subprocess.Popen(
+        [*RAG, "serve", "--port", str(port), "--workers", "2"],
+        env=env,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert wait_healthy(f"{url}/readyz"), "the workers did not come up"
+        assert _spawned_children(server.pid) == 2
+        headers = {"Authorization": f"Bearer {token}"}
+        body = {"title": "Workers", "content": "Two worker processes answer on one port."}
+        created = httpx.post(f"{url}/api/rag/documents", json=body, headers=headers, timeout=60)
+        assert created.status_code == 201, created.text
+        statuses = [  # a new connection each: the kernel spreads them over the workers
+            httpx.get(f"{url}/api/rag/documents", headers=headers, timeout=30).status_code
+            for _ in range(130)
+        ]
+        assert set(statuses) <= {200, 429}
+        assert 50 <= statuses.count(200) + 1 <= 100  # basic tier: 100 a minute, 50 each
+    finally:
+        server.send_signal(signal.SIGINT)
+        _, stderr = server.communicate(timeout=90)
+    assert server.returncode == 0, stderr
+    assert "with 2 worker processes" in stderr
+    pid_file = Path(env["RAG_DATA_DIR"]) / "pgdata" / "postmaster.pid"
+    assert not pid_file.exists(), "embedded PostgreSQL still running after Ctrl-C"
+
+
 def test_token_prints_only_a_token_the_service_accepts(env: dict[str, str]) -> None:
     result = rag("token", "--tenant", "acme", "--scopes", "rag:search", "--ttl", "60", env=env)
     assert result.returncode == 0, result.stderr

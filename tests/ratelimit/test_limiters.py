@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import shutil
 import socket
 import time
 import uuid
@@ -15,7 +14,6 @@ from prometheus_client import REGISTRY
 from redis.asyncio import Redis
 from redis.asyncio.retry import Retry
 from redis.backoff import NoBackoff
-from redis.exceptions import RedisError
 
 from app.errors import RateLimited, ServiceUnavailable
 from app.ratelimit import (
@@ -31,6 +29,7 @@ from app.ratelimit import (
     rate_limit_headers,
 )
 from app.settings import RedisFailurePolicy, Settings
+from tests.processes import PrivateRedis
 
 
 def new_key() -> str:
@@ -310,48 +309,6 @@ async def test_fail_closed_answers_503_with_retry_after(
         assert caught.value.headers["Retry-After"] in {"1", "2"}
     assert limiter.fallback_count == 0
     await limiter.aclose()
-
-
-class PrivateRedis:
-    """A redis-server of our own on a fixed port, so a test can stop and restart it."""
-
-    def __init__(self, binary: str) -> None:
-        self.binary, self.port = binary, free_port()
-        self.url = f"redis://127.0.0.1:{self.port}/0"
-        self._process: asyncio.subprocess.Process | None = None
-
-    async def start(self) -> None:
-        args = ["--port", str(self.port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"]
-        self._process = await asyncio.create_subprocess_exec(
-            self.binary, *args, stdout=asyncio.subprocess.DEVNULL
-        )
-        probe = client_for(self.url)
-        try:
-            for _ in range(200):
-                try:
-                    if await probe.ping():
-                        return
-                except RedisError:
-                    await asyncio.sleep(0.025)
-            raise RuntimeError("redis-server did not start")
-        finally:
-            await probe.aclose()
-
-    async def stop(self) -> None:
-        if self._process is not None and self._process.returncode is None:
-            self._process.kill()
-            await self._process.wait()
-
-
-@pytest.fixture
-async def private_redis() -> AsyncIterator[PrivateRedis]:
-    binary = shutil.which("redis-server")
-    if binary is None:
-        pytest.skip("redis-server is not installed")
-    server = PrivateRedis(binary)
-    await server.start()
-    yield server
-    await server.stop()
 
 
 def process(url: str, *, instances: int) -> FallbackRateLimiter:
