@@ -29,6 +29,7 @@ from openai import (
     APIConnectionError,
     APIError,
     APIStatusError,
+    APITimeoutError,
     AsyncOpenAI,
     NotGiven,
     Omit,
@@ -254,6 +255,11 @@ class OpenAIEmbedder:
     def _failure(self, error: APIError, *, attempts: int) -> EmbeddingError:
         log.error("embedding provider %s failed: %s", self._client.base_url, _describe(error))
         self._checked_at = None  # the next readiness check asks the provider again
+        if isinstance(error, APITimeoutError):
+            return EmbeddingError(
+                f"the embedding provider did not answer within its timeout "
+                f"(RAG_OPENAI_TIMEOUT_SECONDS) in {attempts} attempt(s)"
+            )
         if not isinstance(error, APIStatusError):
             return EmbeddingError(
                 f"the embedding provider is unreachable after {attempts} attempt(s)"
