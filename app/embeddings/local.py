@@ -219,6 +219,14 @@ def local_model_id(name: str) -> str:
 def _load_sentence_transformer(name: str) -> SentenceModel:
     os.environ["HF_HUB_OFFLINE"] = "1"  # read when huggingface_hub is first imported
     os.environ["TRANSFORMERS_OFFLINE"] = "1"
+    # torch's OpenMP threads spin (libgomp: 300,000 turns) before sleeping when they run out
+    # of work. Where the cores are shared with PostgreSQL, other workers and the requests,
+    # that spinning starved the query embeddings: searches queued for up to 35 s under load
+    # (bench/load_bench.py). Threads that sleep at once cost 2-3 ms per query on a quiet
+    # machine, keep the batch throughput (150 texts/s either way), and under contention
+    # embed a query in 10 ms instead of 165-200. Read when torch is first imported; an
+    # OMP_WAIT_POLICY set by the operator wins.
+    os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
     try:
         import transformers.utils.logging
         from sentence_transformers import SentenceTransformer
