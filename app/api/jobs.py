@@ -201,7 +201,10 @@ async def _form_inputs(form: FormData, settings: Settings) -> list[JobInput]:
             source_type = sniff_source_type(
                 data, filename=upload.filename, declared=upload.content_type
             ).value
-            own = fields
+            # a file is known by its name as sent (a folder's relative path, from `rag ingest
+            # --background` or the client): submitting the folder again updates it in place
+            named = _valid(ExternalId, upload.filename, "files") if upload.filename else None
+            own = {**fields, "external_id": fields["external_id"] or named}
         except (
             Unprocessable,
             UnsupportedMediaType,

@@ -37,6 +37,14 @@ def ingest(
     collection: CollectionOption = None,
     url: UrlOption = None,
     token: TokenOption = None,
+    background: Annotated[
+        bool,
+        typer.Option(
+            "--background",
+            help="With --url: submit ingestion jobs and show the service's progress (large "
+            "files and folders; the work goes on if this command stops).",
+        ),
+    ] = False,
 ) -> None:
     """Ingest files (PDF, markdown, HTML, text); exit status 1 when any file failed.
 
@@ -53,10 +61,13 @@ def ingest(
     if not files:
         errors.print("nothing to do: no files under the paths given")
         return
+    if background and not url:
+        fail("--background needs --url (or RAG_URL): jobs run on a service")
     if target := remote(url, token, tenant):
         from app.cli import remote as over_http
 
-        summary = over_http.ingest(target, files, collection=collection, console=errors)
+        send = over_http.ingest_background if background else over_http.ingest
+        summary = send(target, files, collection=collection, console=errors)
     else:
         who = required_tenant(tenant)  # before the import: a missing --tenant fails at once
         from app.cli import local

@@ -3,11 +3,12 @@ no database, no model, nothing heavier than httpx and pydantic in this process."
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 
 from rag_client import (
     Forbidden,
+    Job,
     ProblemError,
     RagClient,
     RagError,
@@ -91,3 +92,86 @@ def _send(rag: RagClient, file: SourceFile, *, collection: str | None, summary: 
         summary.chunks += result.chunks
         summary.embedded += result.embedded
         summary.unchanged += result.unchanged
+
+
+# One job holds at most this many files and bytes (well under the service's defaults,
+# RAG_JOB_MAX_DOCUMENTS 10,000 and RAG_JOB_MAX_REQUEST_BYTES 256 MiB): a large folder is
+# several jobs, submitted one after the other and watched together.
+JOB_FILES = 500
+JOB_BYTES = 64 * 1024 * 1024
+
+
+def ingest_background(
+    target: Remote, files: list[SourceFile], *, collection: str | None, console: Console
+) -> Summary:
+    """Submit the files as ingestion jobs, then show the service's progress until they end;
+    the summary is the jobs' per-document results."""
+    summary = Summary(files=len(files))
+    with connect(target) as rag:
+        job_ids = [
+            rag.submit(
+                [(file.external_id, file.path.read_bytes()) for file in batch],
+                collection=collection,
+            ).job_id
+            for batch in _batches(files)
+        ]
+        console.print(f"submitted {len(files)} files as {len(job_ids)} job(s): {_ids(job_ids)}")
+        columns = (
+            TextColumn("{task.description}"),
+            BarColumn(),
+            TextColumn("{task.completed:.0f}/{task.total:.0f} documents"),
+            TextColumn("{task.fields[chunks]} chunks"),
+            TimeRemainingColumn(),
+        )
+        with Progress(*columns, console=console, transient=True) as progress:
+            task = progress.add_task("ingesting", total=len(files), chunks=0)
+            finished: dict[str, Job] = {}
+            seen: dict[str, Job] = {}
+
+            def show(job: Job) -> None:
+                seen[str(job.job_id)] = job
+                done = sum(
+                    j.progress.documents_done + j.progress.documents_failed for j in seen.values()
+                )
+                chunks = sum(j.progress.chunks_done for j in seen.values())
+                progress.update(task, completed=done, chunks=chunks)
+
+            for job_id in job_ids:
+                finished[str(job_id)] = rag.wait(job_id, progress=show, poll_seconds=1.0)
+    for job in finished.values():
+        _tally(job, summary)
+    return summary
+
+
+def _batches(files: list[SourceFile]) -> Iterator[list[SourceFile]]:
+    batch: list[SourceFile] = []
+    size = 0
+    for file in files:
+        if batch and (len(batch) >= JOB_FILES or size + file.size > JOB_BYTES):
+            yield batch
+            batch, size = [], 0
+        batch.append(file)
+        size += file.size
+    if batch:
+        yield batch
+
+
+def _ids(job_ids: Sequence[object]) -> str:
+    return ", ".join(str(job_id) for job_id in job_ids)
+
+
+def _tally(job: Job, summary: Summary) -> None:
+    for result in job.results:
+        name = str(result.get("name") or result.get("external_id") or "?")
+        if result.get("status") == "succeeded":
+            summary.chunks += _count(result.get("chunks"))
+            summary.embedded += _count(result.get("embedded"))
+            summary.unchanged += _count(result.get("unchanged"))
+        else:
+            summary.failed[name] = str(result.get("error") or job.error or result.get("status"))
+    if job.status == "cancelled":
+        summary.failed.setdefault("(job)", f"job {job.job_id} was cancelled")
+
+
+def _count(value: object) -> int:
+    return value if isinstance(value, int) else 0

@@ -121,6 +121,7 @@ def live(database: DatabaseUrls, settings: Settings) -> Iterator[LiveService]:
             "rate_limit_window_seconds": WINDOW_SECONDS,
             "upload_max_bytes": UPLOAD_MAX_BYTES,
             "tenant_cache_seconds": 0.0,
+            "job_workers": 1,  # the client's jobs (test_jobs.py) are run by the service
         }
     )
     running = serve_in_thread(served)

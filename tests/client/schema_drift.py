@@ -151,7 +151,7 @@ def _client_schema(model: type[BaseModel], *, reply: bool) -> tuple[Schema, Sche
 
 def _body_schema(op: Schema, *, reply: bool) -> Schema | None:
     if reply:
-        for status in ("200", "201"):
+        for status in ("200", "201", "202"):
             content = op.get("responses", {}).get(status, {}).get("content", {})
             if "application/json" in content:
                 found: Schema = content["application/json"]["schema"]

@@ -124,3 +124,31 @@ def test_tenant_create_through_the_admin_api(live: LiveService, env: dict[str, s
     assert f"tenant {new_id} ready (tier pro, active)" in made.stderr
     with RagClient(live.url, admin) as rag:
         assert rag.tenant_stats(new_id).documents == 0
+
+
+def test_ingest_in_the_background_shows_the_jobs_results(
+    live: LiveService, env: dict[str, str], tmp_path: Path
+) -> None:
+    """`rag ingest --url … --background` (issue 20 point 4): the files go as a job, the
+    command follows the service's progress and prints the same summary as a direct ingest."""
+    token = live.token(live.tenant())
+    remote = ("--url", live.url, "--token", token, "--background")
+    folder = _folder(tmp_path)
+    (folder / "picture.txt").write_bytes(PNG)
+
+    first = _light(run_rag("ingest", str(folder), *remote, env=env))
+    assert first.returncode == 1, first.stderr  # the PNG failed in the job, the others went
+    assert "submitted 3 files as 1 job(s)" in first.stderr
+    assert "failed: picture.txt: " in first.stdout
+    with RagClient(live.url, token) as rag:
+        documents = {d.external_id for d in rag.iter_documents()}
+    assert documents == {"volcanoes.md", "sub/bread.txt"}  # relative paths, as direct
+
+    (folder / "picture.txt").unlink()
+    again = _light(run_rag("ingest", str(folder), *remote, env=env))
+    assert again.returncode == 0, again.stderr
+    assert "│     2 │      2 │        0 │         2 │      0 │" in again.stdout  # all unchanged
+
+    alone = run_rag("ingest", str(folder), "--background", "--tenant", "x", env=env)
+    assert alone.returncode == 2
+    assert "--background needs --url" in alone.stderr

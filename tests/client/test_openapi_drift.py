@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 from pydantic import BaseModel
 from rag_client import admin_models as admin
+from rag_client import job_models as jobs
 from rag_client import models
 
 from app.settings import Settings
@@ -30,6 +31,10 @@ REPLIES: list[tuple[str, str, type[BaseModel]]] = [
     ("PATCH", "/api/admin/tenants/{tenant_id}", admin.Tenant),
     ("GET", "/api/admin/tenants/{tenant_id}/stats", admin.TenantStats),
     ("GET", "/api/admin/tenants", admin.TenantPage),
+    ("POST", f"{RAG}/jobs", jobs.JobAccepted),
+    ("GET", f"{RAG}/jobs/{{job_id}}", jobs.Job),
+    ("DELETE", f"{RAG}/jobs/{{job_id}}", jobs.Job),
+    ("GET", f"{RAG}/jobs", jobs.JobPage),
 ]
 
 

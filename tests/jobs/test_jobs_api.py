@@ -18,8 +18,12 @@ PARAGRAPH = "Lighthouses guide ships past the rocks at night with a rotating lam
 
 
 def files(count: int, *, words: str = "lighthouse") -> list[tuple[str, tuple[str, bytes, str]]]:
+    """Files named after their words (a file's name is its external id in a job)."""
     return [
-        ("files", (f"doc{i}.md", f"# {words} {i}\n\n{PARAGRAPH * 20}".encode(), "text/markdown"))
+        (
+            "files",
+            (f"{words}{i}.md", f"# {words} {i}\n\n{PARAGRAPH * 20}".encode(), "text/markdown"),
+        )
         for i in range(count)
     ]
 

@@ -156,6 +156,7 @@ async def test_a_killed_worker_is_replaced_and_the_job_completes_exactly(
                 "/api/rag/documents/upload",
                 headers=reference.headers,
                 files={"file": (name, data, kind)},
+                data={"external_id": name},  # a job's file is known by its name
             )
             assert reply.status_code == 201, reply.text
     background = await chunks_of(committed, owner_a.tenant_id)

@@ -37,6 +37,7 @@ from rag_client.errors import (
     Unauthorized,
     UnsupportedMediaType,
 )
+from rag_client.job_models import Job, JobAccepted, JobPage, JobStatus
 from rag_client.models import (
     BatchItem,
     BatchResult,
@@ -91,7 +92,11 @@ __all__ = [
     "Forbidden",
     "IngestResult",
     "Invalid",
+    "Job",
+    "JobAccepted",
     "JobCounts",
+    "JobPage",
+    "JobStatus",
     "MergeStrategy",
     "NewDocument",
     "NotFound",

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import time
 import uuid
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from os import PathLike
 from types import TracebackType
 from typing import Self, TypeVar, Unpack
@@ -14,7 +15,9 @@ import httpx
 from rag_client import calls
 from rag_client.admin_models import AuditPage, Tenant, TenantPage, TenantStats
 from rag_client.base import DEFAULT_TIMEOUT, headers, outcome, retry_policy, transport_error
+from rag_client.calls import job_submission
 from rag_client.errors import ProblemError
+from rag_client.job_models import Job, JobAccepted, JobPage, JobStatus
 from rag_client.models import (
     BatchResult,
     ContextResult,
@@ -151,6 +154,51 @@ class AsyncRagClient:
 
     async def dedupe(self, **options: Unpack[calls.DedupeOptions]) -> DedupeResult:
         return await self._send(calls.dedupe(options))
+
+    # ingestion jobs (docs/JOBS.md)
+
+    async def submit(
+        self,
+        files: Sequence[calls.JobFile] = (),
+        *,
+        documents: Sequence[NewDocument] = (),
+        **options: Unpack[calls.JobOptions],
+    ) -> JobAccepted:
+        """Files (paths, or (name, bytes) pairs) or documents for background ingestion."""
+        return await self._send(job_submission(files, documents, options))
+
+    async def job(self, job_id: uuid.UUID | str) -> Job:
+        return await self._send(calls.get_job(job_id))
+
+    async def list_jobs(
+        self, *, status: JobStatus | str | None = None, limit: int | None = None, offset: int = 0
+    ) -> JobPage:
+        return await self._send(calls.list_jobs(status=status, limit=limit, offset=offset))
+
+    async def cancel(self, job_id: uuid.UUID | str) -> Job:
+        """A queued job never runs; a running one stops after the document in progress."""
+        return await self._send(calls.cancel_job(job_id))
+
+    async def wait(
+        self,
+        job_id: uuid.UUID | str,
+        *,
+        progress: Callable[[Job], object] | None = None,
+        poll_seconds: float = 1.0,
+        timeout_seconds: float | None = None,
+    ) -> Job:
+        """Poll until the job ends (its final state), calling `progress` with each reading;
+        TimeoutError after `timeout_seconds` (the job goes on)."""
+        deadline = None if timeout_seconds is None else time.monotonic() + timeout_seconds
+        while True:
+            job = await self.job(job_id)
+            if progress is not None:
+                progress(job)
+            if job.status.final:
+                return job
+            if deadline is not None and time.monotonic() >= deadline:
+                raise TimeoutError(f"job {job_id} is still {job.status} after {timeout_seconds} s")
+            await anyio.sleep(poll_seconds)
 
     # admin (scope rag:admin)
 

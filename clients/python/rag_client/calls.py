@@ -23,6 +23,7 @@ from rag_client.admin_models import (
     TenantPage,
     TenantStats,
 )
+from rag_client.job_models import Job, JobAccepted, JobPage, JobStatus
 from rag_client.models import (
     BatchResult,
     CitationStyle,
@@ -63,7 +64,7 @@ class Call(Generic[T]):
     parse: Callable[[httpx.Response], T]
     json: JsonValue = None
     params: Params | None = None
-    files: Mapping[str, FileField] | None = None
+    files: Mapping[str, FileField] | Sequence[tuple[str, FileField]] | None = None
     data: Mapping[str, str] = field(default_factory=dict)
 
 
@@ -185,6 +186,70 @@ def get_document(document_id: uuid.UUID | str) -> Call[Document]:
 
 def delete_document(document_id: uuid.UUID | str) -> Call[None]:
     return Call("DELETE", f"{RAG}/documents/{_id(document_id)}", _nothing)
+
+
+class JobOptions(TypedDict, total=False):
+    collection: str | None
+    source_url: str | None
+    metadata: Mapping[str, JsonValue] | None
+
+
+JobFile = str | PathLike[str] | tuple[str, bytes]  # a path, or (name, bytes)
+
+
+def submit_files(files: Sequence[JobFile], options: JobOptions) -> Call[JobAccepted]:
+    """Files for a background job; a (name, bytes) pair names the document (its external id
+    when none is given), so a folder's files keep their relative paths."""
+    parts: list[tuple[str, FileField]] = []
+    for file in files:
+        if isinstance(file, tuple):
+            name, data = file
+        else:
+            path = Path(file)
+            name, data = path.name, path.read_bytes()
+        parts.append(("files", (name, data, "application/octet-stream")))
+    form = {
+        key: value
+        for key, value in (
+            ("collection", options.get("collection")),
+            ("source_url", options.get("source_url")),
+        )
+        if value is not None
+    }
+    if (metadata := options.get("metadata")) is not None:
+        form["metadata"] = json.dumps(dict(metadata))
+    return Call("POST", f"{RAG}/jobs", _reads(JobAccepted), files=parts, data=form)
+
+
+def submit_documents(documents: Sequence[NewDocument]) -> Call[JobAccepted]:
+    body: JsonValue = {"documents": [_body(document) for document in documents]}
+    return Call("POST", f"{RAG}/jobs", _reads(JobAccepted), json=body)
+
+
+def job_submission(
+    files: Sequence[JobFile], documents: Sequence[NewDocument], options: JobOptions
+) -> Call[JobAccepted]:
+    """A job of files or of documents (one or the other)."""
+    if bool(files) == bool(documents):
+        raise ValueError("submit either files or documents")
+    if documents and options:
+        raise ValueError("collection, source_url and metadata go on each document")
+    return submit_files(files, options) if files else submit_documents(documents)
+
+
+def get_job(job_id: uuid.UUID | str) -> Call[Job]:
+    return Call("GET", f"{RAG}/jobs/{_id(job_id)}", _reads(Job))
+
+
+def list_jobs(
+    *, status: JobStatus | str | None, limit: int | None, offset: int | None
+) -> Call[JobPage]:
+    params = _params(status=None if status is None else str(status), limit=limit, offset=offset)
+    return Call("GET", f"{RAG}/jobs", _reads(JobPage), params=params)
+
+
+def cancel_job(job_id: uuid.UUID | str) -> Call[Job]:
+    return Call("DELETE", f"{RAG}/jobs/{_id(job_id)}", _reads(Job))
 
 
 def _id(value: uuid.UUID | str) -> str:

@@ -1,0 +1,69 @@
+"""Ingestion jobs: what POST /api/rag/jobs accepts and GET /api/rag/jobs/{id} reports."""
+
+from __future__ import annotations
+
+import uuid
+from datetime import datetime
+from enum import StrEnum
+
+from pydantic import JsonValue
+
+from rag_client.models import Reply
+
+
+class JobStatus(StrEnum):
+    QUEUED = "queued"
+    RUNNING = "running"
+    SUCCEEDED = "succeeded"
+    FAILED = "failed"
+    CANCELLED = "cancelled"
+    PARTIAL = "partial"
+
+    @property
+    def final(self) -> bool:
+        return self not in (JobStatus.QUEUED, JobStatus.RUNNING)
+
+
+class JobAccepted(Reply):
+    job_id: uuid.UUID
+    status: JobStatus
+    documents: int
+    bytes: int
+
+
+class Progress(Reply):
+    documents_total: int
+    documents_done: int
+    documents_failed: int
+    chunks_done: int
+    chunks_in_progress: int
+    chunks_in_progress_total: int
+    bytes_total: int
+    bytes_pending: int
+
+
+class Timings(Reply):
+    created_at: datetime
+    started_at: datetime | None
+    finished_at: datetime | None
+    updated_at: datetime
+    queued_seconds: float | None
+    run_seconds: float | None
+
+
+class Job(Reply):
+    job_id: uuid.UUID
+    status: JobStatus
+    cancel_requested: bool
+    progress: Progress
+    results: list[dict[str, JsonValue]]
+    error: str | None
+    turns: int
+    timings: Timings
+
+
+class JobPage(Reply):
+    items: list[Job]
+    total: int
+    limit: int
+    offset: int
