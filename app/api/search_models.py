@@ -43,7 +43,7 @@ class Range(Strict):
     """A condition on one metadata key: `eq`, `in`, and/or numeric bounds."""
 
     eq: Scalar = None
-    in_: Annotated[list[Scalar] | None, Field(alias="in", max_length=100)] = None
+    in_: Annotated[list[Scalar] | None, Field(alias="in", min_length=1, max_length=100)] = None
     gt: FiniteFloat | None = None
     gte: FiniteFloat | None = None
     lt: FiniteFloat | None = None
@@ -53,7 +53,9 @@ class Range(Strict):
 
     @model_validator(mode="after")
     def _not_empty(self) -> Self:
-        if not self.model_fields_set:
+        # `eq: null` asks for a null value; a null `in` or bound asks for nothing
+        given = [f for f in self.model_fields_set if f == "eq" or getattr(self, f) is not None]
+        if not given:
             raise ValueError("give at least one of eq, in, gt, gte, lt, lte")
         return self
 
@@ -61,7 +63,10 @@ class Range(Strict):
 class Filters(Strict):
     source_types: Annotated[list[SourceType] | None, Field(max_length=4)] = None
     document_ids: Annotated[list[uuid.UUID] | None, Field(max_length=1000)] = None
-    metadata: Annotated[dict[MetadataKey, Range | Scalar | list[Scalar]], Field(max_length=32)] = {}
+    metadata: Annotated[
+        dict[MetadataKey, Range | Scalar | Annotated[list[Scalar], Field(min_length=1)]],
+        Field(max_length=32),
+    ] = {}
 
 
 class SearchIn(Strict):
@@ -113,14 +118,19 @@ def _condition(value: Range | Scalar | list[Scalar]) -> MetadataCondition:
     if not isinstance(value, Range):
         return MetadataCondition(any_of=[value])
     any_of = value.in_ if value.in_ is not None else None
-    if "eq" in value.model_fields_set:
-        any_of = [value.eq] if any_of is None else [v for v in any_of if v == value.eq]
+    if "eq" in value.model_fields_set:  # both: the values in `in` equal to `eq` (maybe none)
+        any_of = [value.eq] if any_of is None else [v for v in any_of if _same(v, value.eq)]
     bounds = {
         op: getattr(value, op)
         for op in ("gt", "gte", "lt", "lte")
         if getattr(value, op) is not None
     }
     return MetadataCondition(any_of=any_of, bounds=bounds)
+
+
+def _same(a: Scalar, b: Scalar) -> bool:
+    """Equal as JSON values: true is not 1, nor false 0 (Python's == says they are)."""
+    return a == b and isinstance(a, bool) == isinstance(b, bool)
 
 
 class ChunkOut(BaseModel):

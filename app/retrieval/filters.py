@@ -7,7 +7,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from decimal import Decimal
 
-from sqlalchemy import ColumnElement, Numeric, and_, case, cast, func, or_, select
+from sqlalchemy import ColumnElement, Numeric, and_, case, cast, false, func, or_, select
 
 from app.db.models import Chunk, Collection, Document
 
@@ -43,8 +43,10 @@ def conditions(filters: SearchFilters) -> list[ColumnElement[bool]]:
         found.append(Chunk.document_id.in_(list(filters.document_ids)))
     for key, condition in filters.metadata.items():
         if condition.any_of is not None:
-            # `@>` containment uses the GIN (jsonb_path_ops) index.
-            found.append(or_(*(Chunk.metadata_.contains({key: v}) for v in condition.any_of)))
+            # `@>` containment uses the GIN (jsonb_path_ops) index; no value allowed (`eq`
+            # outside `in`) matches nothing, never everything
+            values = [Chunk.metadata_.contains({key: v}) for v in condition.any_of]
+            found.append(or_(*values) if values else false())
         if condition.bounds:
             found.append(_in_range(key, condition.bounds))
     return found

@@ -282,6 +282,14 @@ async def test_filters_by_collection_metadata_source_type_and_document(
         names(await search(tenant, **q, filters={"document_ids": [ids["a"], ids["c"]]}))
     ) == {"a", "c"}
     assert names(await search(tenant, **q, collections=["nowhere"])) == []
+    # a condition that allows no value matches nothing, never everything (found by the
+    # filter properties): `eq` outside `in` is empty, an empty list or only nulls is a 422
+    lang = {"eq": "en", "in": ["de"]}
+    assert names(await search(tenant, **q, filters={"metadata": {"lang": lang}})) == []
+    for empty in ([], {"in": []}, {"in": None}, {"gt": None}):
+        body = {"query": "planets", "filters": {"metadata": {"lang": empty}}}
+        reply = await tenant.http.post("/api/rag/search", json=body, headers=tenant.headers)
+        assert reply.status_code == 422, (empty, reply.text)
 
 
 async def test_hostile_filter_keys_and_values_change_nothing(corpus_tenant: TenantClient) -> None:

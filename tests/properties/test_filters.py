@@ -173,12 +173,6 @@ def test_nul_or_a_lone_surrogate_anywhere_in_the_filters_is_a_validation_error(
 # Bugs hypothesis found; each test states what should hold.
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="bug: an accepted metadata condition that selects no value (an empty list, an "
-    "empty `in`, `eq` outside `in`) or has only null fields gives an empty or_() or no "
-    "condition, so the search ignores the key and matches every chunk instead of none",
-)
 @pytest.mark.filterwarnings("ignore::sqlalchemy.exc.SADeprecationWarning")
 @pytest.mark.parametrize(
     "condition",
@@ -197,11 +191,6 @@ def test_every_accepted_metadata_condition_narrows_the_search(condition: object)
     assert all(sql.strip() for sql in sqls)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="bug: `eq` and `in` are intersected with Python's ==, where True == 1 and "
-    "False == 0: {eq: 1, in: [true]} keeps true and matches chunks whose value is true",
-)
 def test_eq_and_in_compare_values_as_json() -> None:
     body = {"query": "q", "filters": {"metadata": {"team": {"eq": 1, "in": [True]}}}}
 
