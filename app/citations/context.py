@@ -35,7 +35,9 @@ ELLIPSIS = "\u2026"
 # A word boundary further back than this share of the limit is not worth the lost text.
 _MIN_KEPT_SHARE = 0.5
 _TRAILING_PUNCTUATION = " \t\r\n,;:"
-_MARKER = re.compile(r"\[(\d+(?:\s*,\s*\d+)*)\]")
+# Citation numbers of up to 9 digits: a longer run is no citation (and int() refuses runs
+# past 4,300 digits).
+_MARKER = re.compile(r"\[(\d{1,9}(?:\s*,\s*\d{1,9})*)\]")
 
 C = TypeVar("C", bound=CitableChunk)
 

@@ -260,4 +260,9 @@ def _clean_url(url: str | None) -> str | None:
 
 
 def _link_target(url: str) -> str:
-    return url.replace(" ", "%20").replace("(", "%28").replace(")", "%29")
+    """The URL as a CommonMark link destination: what would end or break it percent-encoded
+    (spaces, parentheses, a backslash that would escape the closing parenthesis, control
+    characters)."""
+    return "".join(
+        f"%{ord(c):02X}" if c in " ()\\<>" or ord(c) < 0x20 or ord(c) == 0x7F else c for c in url
+    )

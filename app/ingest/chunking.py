@@ -47,8 +47,8 @@ class Chunker:
                 pieces.append((section, text, size))
             elif size:
                 chunks = [chunk for chunk in self._splitter.chunks(text) if chunk.strip()]
-                pieces += [
-                    (section, c, n) for c, n in zip(chunks, self._count(chunks), strict=True)
+                pieces += [  # a piece of only what the tokenizer ignores (U+200B …) is no chunk
+                    (section, c, n) for c, n in zip(chunks, self._count(chunks), strict=True) if n
                 ]
         return [
             ChunkDraft(

@@ -286,7 +286,8 @@ async def test_filters_by_collection_metadata_source_type_and_document(
     # filter properties): `eq` outside `in` is empty, an empty list or only nulls is a 422
     lang = {"eq": "en", "in": ["de"]}
     assert names(await search(tenant, **q, filters={"metadata": {"lang": lang}})) == []
-    for empty in ([], {"in": []}, {"in": None}, {"gt": None}):
+    empty_conditions: list[object] = [[], {"in": []}, {"in": None}, {"gt": None}]
+    for empty in empty_conditions:
         body = {"query": "planets", "filters": {"metadata": {"lang": empty}}}
         reply = await tenant.http.post("/api/rag/search", json=body, headers=tenant.headers)
         assert reply.status_code == 422, (empty, reply.text)

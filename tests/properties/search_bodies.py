@@ -75,8 +75,9 @@ def same_json(a: object, b: object) -> bool:
 def ranges(draw: st.DrawFn) -> Condition:
     """A range object with the `any_of` values and bounds it stands for.
 
-    With both `eq` and `in`, `in` holds `eq` and values Python finds unequal to it: `eq`
-    missing from `in`, or `true` beside `eq: 1`, are bugs kept as xfails in test_filters.py.
+    With both `eq` and `in`, `in` holds `eq` and values Python finds unequal to it; `eq`
+    missing from `in` (matches nothing) and `true` beside `eq: 1` have their own tests in
+    test_filters.py.
     """
     given_bounds = draw(st.none() | bounds) or {}
     spec: dict[str, object] = dict(given_bounds)
