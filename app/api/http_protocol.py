@@ -2,11 +2,11 @@
 
 httptools sets no limit: a client could send a header of hundreds of megabytes, holding the
 event loop while it is parsed and buffered (at 64 MB every other client stalled for seconds).
-This protocol counts the bytes of a head still being read; past `max_head_bytes` it answers
-431 Request Header Fields Too Large (a problem document) and closes the connection (after a
-short lingering close, so the client reads the reply). A read
-counts when the head was still being read before and after it, so a body arriving with the
-end of its head is never counted against it; memory is bounded by the limit plus one read.
+This protocol measures each head before the parser sees it: up to the blank line that ends
+it, or the whole read while no blank line has come; past `max_head_bytes` it answers 431
+Request Header Fields Too Large (a problem document) and closes the connection (after a short
+lingering close, so the client reads the reply). A body is never counted, even when a whole
+request arrives in one read; memory is bounded by the limit plus one read.
 """
 
 from __future__ import annotations
@@ -30,6 +30,7 @@ LINGER_SECONDS = 2.0  # after a 431: reading and dropping what the client still 
 class BoundedHttpToolsProtocol(HttpToolsProtocol):
     _reading_head = True
     _head_bytes = 0
+    _tail = b""  # the last bytes of a head still being read: "\r\n\r\n" may straddle reads
     _refused = False
 
     def __init__(self, *args: Any, max_head_bytes: int = 64 * 1024, **kwargs: Any) -> None:
@@ -39,15 +40,18 @@ class BoundedHttpToolsProtocol(HttpToolsProtocol):
     def data_received(self, data: bytes) -> None:
         if self._refused:
             return  # lingering: the client is still sending what was refused
-        was_reading_head = self._reading_head
+        if self._reading_head:
+            # Before the parser sees it: the head ends at the first blank line; what follows
+            # (a body, even a whole request in one read) is not the head's.
+            window = self._tail + data
+            end = window.find(b"\r\n\r\n")
+            size = self._head_bytes + (len(data) if end == -1 else end + 4 - len(self._tail))
+            if size > self.max_head_bytes:
+                self._refuse()
+                return
+            if end == -1:
+                self._head_bytes, self._tail = size, window[-3:]
         super().data_received(data)
-        # Counted only when the head was being read before and after this read: a read that
-        # ends a head (its body follows) or a message (the next head begins) is not a head.
-        if not (was_reading_head and self._reading_head) or self.transport.is_closing():
-            return
-        self._head_bytes += len(data)
-        if self._head_bytes > self.max_head_bytes:
-            self._refuse()
 
     def on_headers_complete(self) -> None:
         self._reading_head = False
@@ -55,7 +59,8 @@ class BoundedHttpToolsProtocol(HttpToolsProtocol):
 
     def on_message_complete(self) -> None:
         super().on_message_complete()
-        self._reading_head, self._head_bytes = True, 0  # the next request on this connection
+        # the next request on this connection (a head begun in the same read is not counted)
+        self._reading_head, self._head_bytes, self._tail = True, 0, b""
 
     def _refuse(self) -> None:
         self.logger.warning("request head over %d bytes: 431", self.max_head_bytes)

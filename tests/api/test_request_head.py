@@ -4,12 +4,17 @@ Issue 14: a 16 MB header was accepted, 64 MB stalled every client for seconds.""
 
 from __future__ import annotations
 
+import asyncio
 import socket
 import threading
+from typing import Any
 from urllib.parse import urlsplit
 
 import httpx
+import uvicorn
+from uvicorn.server import ServerState
 
+from app.api.http_protocol import BoundedHttpToolsProtocol
 from tests.api.live import LiveServer
 
 LIMIT = 64 * 1024
@@ -71,3 +76,44 @@ def test_headers_under_the_limit_and_a_large_body_are_served(live: LiveServer) -
     with httpx.Client(base_url=live.url) as client:  # keep-alive: the count starts again
         for _ in range(3):
             assert client.get("/healthz", headers=padding).status_code == 200
+
+
+async def test_a_whole_request_in_one_read_is_not_a_large_head() -> None:
+    """A small head and an 80 KB body already waiting in the socket arrive in one read: the
+    protocol must not count the body as head (seen as a 431 on a busy server's batch ingest)."""
+    received: list[int] = []
+
+    async def app(scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            return
+        size, more = 0, True
+        while more:
+            message = await receive()
+            size, more = size + len(message.get("body", b"")), message.get("more_body", False)
+        received.append(size)
+        await send({"type": "http.response.start", "status": 200, "headers": []})
+        await send({"type": "http.response.body", "body": b"ok"})
+
+    config = uvicorn.Config(app, log_level="warning", lifespan="off")
+    config.load()
+    state = ServerState()
+    body = b"x" * (80 * 1024)
+    head = b"POST /x HTTP/1.1\r\nHost: t\r\nContent-Length: %d\r\n\r\n" % len(body)
+    with socket.create_server(("127.0.0.1", 0)) as listener:
+        client = socket.create_connection(listener.getsockname())
+        server_side, _ = listener.accept()
+        client.sendall(head + body)  # all of it waits in the socket before the first read
+        loop = asyncio.get_running_loop()
+        transport, _protocol = await loop.connect_accepted_socket(
+            lambda: BoundedHttpToolsProtocol(
+                config=config, server_state=state, app_state={}, max_head_bytes=LIMIT
+            ),
+            server_side,
+        )
+        try:
+            reply = await loop.run_in_executor(None, client.recv, 4096)
+        finally:
+            transport.close()
+            client.close()
+    assert reply.startswith(b"HTTP/1.1 200 "), reply[:120]
+    assert received == [len(body)]
