@@ -27,10 +27,9 @@ from redis.backoff import NoBackoff
 from redis.exceptions import RedisError
 
 from app.errors import ServiceUnavailable
-from app.ratelimit.ledger import Admission
 from app.ratelimit.memory_limiter import MemoryRateLimiter
 from app.ratelimit.redis_limiter import RedisRateLimiter
-from app.ratelimit.window import Decision, RateLimiter, check_arguments, decide
+from app.ratelimit.window import Decision, RateLimiter, check_arguments
 from app.settings import RedisFailurePolicy, Settings
 
 logger = logging.getLogger(__name__)
@@ -128,22 +127,7 @@ class ShareLimiter:
 
     async def hit(self, key: str, *, limit: int, window_seconds: int) -> Decision:
         check_arguments(limit, window_seconds)
-        window_us = window_seconds * 1_000_000
-        allowed, counted, reset_us = self._redis.share(key, limit=limit, window_us=window_us)
-        if allowed:
-            now_us = self._redis.clock.now_us()
-            admission = Admission(self._redis.member(), now_us, in_redis=False)
-            self._redis.ledger.record(key, admission, window_us=window_us)
-            counted += 1
-            reset_us = min(reset_us, window_us)
-        share = math.ceil(limit / self._redis.instances)
-        # reported against the share: `remaining` is what this process may still admit
-        return decide(
-            allowed=allowed,
-            limit=limit,
-            counted=limit - share + counted,
-            reset_seconds=reset_us / 1e6,
-        )
+        return self._redis.own_share(key, limit=limit, window_seconds=window_seconds, admit=True)
 
     async def aclose(self) -> None:
         return None

@@ -5,7 +5,9 @@ process's own admissions.
 Times are microseconds on Redis' clock (`RedisClock` estimates it between replies), so an
 entry written back into Redis falls where the original admission did. Memory is bounded like
 the in-process limiter's: keys in least-recently-used order, idle ones dropped a few per call,
-at most `max_keys` (the least recently used is forgotten beyond that).
+at most `max_keys` (the least recently used is forgotten beyond that). The keys holding
+admissions Redis lacks are kept apart, so the check before every Redis call costs nothing
+while there are none.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ import time
 from collections import OrderedDict, deque
 from dataclasses import dataclass
 
-_PRUNE_PER_CALL = 4
+from app.ratelimit.memory_limiter import prune_idle
 
 
 @dataclass(slots=True)
@@ -40,6 +42,7 @@ class Ledger:
     def __init__(self, *, max_keys: int = 100_000) -> None:
         self._logs: OrderedDict[str, _KeyLog] = OrderedDict()
         self._max_keys = max_keys
+        self._unwritten: set[str] = set()  # keys with admissions Redis does not hold
 
     def record(self, key: str, admission: Admission, *, window_us: int) -> None:
         log = self._logs.get(key)
@@ -49,7 +52,14 @@ class Ledger:
             self._logs.move_to_end(key)
             log.window_us = window_us
         log.entries.append(admission)
-        self._prune(admission.at_us)
+        if not admission.in_redis:
+            self._unwritten.add(key)
+        now_us = admission.at_us
+        prune_idle(
+            self._logs,
+            max_keys=self._max_keys,
+            idle=lambda old: not old.entries or old.entries[-1].at_us <= now_us - old.window_us,
+        )
 
     def count(self, key: str, *, now_us: int, window_us: int) -> tuple[int, int | None]:
         """This process's admissions of `key` in the window ending now, and the oldest's time."""
@@ -60,31 +70,35 @@ class Ledger:
         return len(log.entries), log.entries[0].at_us if log.entries else None
 
     def unwritten(self, now_us: int) -> dict[str, tuple[int, list[Admission]]]:
-        """Per key, its window and the admissions of it Redis does not hold yet."""
+        """Per key, its window and the admissions of it Redis does not hold yet (still in
+        their window); `written` clears a key once they are in Redis."""
         out: dict[str, tuple[int, list[Admission]]] = {}
-        for key, log in self._logs.items():
-            log.drop_before(now_us - log.window_us)
-            missing = [a for a in log.entries if not a.in_redis]
-            if missing:
-                out[key] = (log.window_us, missing)
+        for key in list(self._unwritten):
+            log = self._logs.get(key)
+            if log is not None:
+                log.drop_before(now_us - log.window_us)
+                missing = [a for a in log.entries if not a.in_redis]
+                if missing:
+                    out[key] = (log.window_us, missing)
+                    continue
+            self._unwritten.discard(key)  # forgotten, or nothing left in its window
         return out
+
+    def written(self, key: str, admissions: list[Admission]) -> None:
+        """`admissions` of `key` are in Redis now (others may have come meanwhile)."""
+        for admission in admissions:
+            admission.in_redis = True
+        log = self._logs.get(key)
+        if log is None or all(a.in_redis for a in log.entries):
+            self._unwritten.discard(key)
 
     def forget_redis(self) -> None:
         """Redis lost its log: every admission still in its window must be written again."""
-        for log in self._logs.values():
+        for key, log in self._logs.items():
             for admission in log.entries:
                 admission.in_redis = False
-
-    def _prune(self, now_us: int) -> None:
-        for _ in range(_PRUNE_PER_CALL):
-            key, log = next(iter(self._logs.items()))
-            idle = not log.entries or log.entries[-1].at_us <= now_us - log.window_us
-            if len(self._logs) > self._max_keys or idle:
-                del self._logs[key]
-            else:
-                return
-            if not self._logs:
-                return
+            if log.entries:
+                self._unwritten.add(key)
 
 
 class RedisClock:

@@ -13,14 +13,27 @@ tenant whose requests all land on one process gets only that process's share).
 
 from __future__ import annotations
 
-import math
 import time
 from collections import OrderedDict, deque
 from collections.abc import Callable
+from typing import TypeVar
 
-from app.ratelimit.window import Decision, check_arguments, decide
+from app.ratelimit.window import Decision, check_arguments, decide_share, share_of
 
 _PRUNE_PER_HIT = 4
+L = TypeVar("L")
+
+
+def prune_idle(logs: OrderedDict[str, L], *, max_keys: int, idle: Callable[[L], bool]) -> None:
+    """Drop a few least recently used logs that are idle, or beyond `max_keys`: each call
+    does a little, so memory stays bounded without a sweep."""
+    for _ in range(_PRUNE_PER_HIT):
+        if not logs:
+            return
+        oldest_key, oldest = next(iter(logs.items()))
+        if len(logs) <= max_keys and not idle(oldest):
+            return
+        del logs[oldest_key]
 
 
 class _Log:
@@ -65,24 +78,15 @@ class MemoryRateLimiter:
         times, horizon = log.times, now - window_seconds
         while times and times[0] <= horizon:
             times.popleft()
-        share = math.ceil(limit / self._instances)
+        share = share_of(limit, self._instances)
         allowed = len(times) < share
         if allowed:
             times.append(now)
         reset = times[0] + window_seconds - now if times else float(window_seconds)
-        self._prune(now)
-        counted = limit - share + len(times)  # `remaining` is what this process may admit
-        return decide(allowed=allowed, limit=limit, counted=counted, reset_seconds=reset)
-
-    def _prune(self, now: float) -> None:
-        for _ in range(_PRUNE_PER_HIT):
-            oldest_key, oldest = next(iter(self._logs.items()))
-            if len(self._logs) > self._max_keys or oldest.idle(now):
-                del self._logs[oldest_key]
-            else:
-                return
-            if not self._logs:
-                return
+        prune_idle(self._logs, max_keys=self._max_keys, idle=lambda log: log.idle(now))
+        return decide_share(
+            allowed=allowed, limit=limit, share=share, counted=len(times), reset_seconds=reset
+        )
 
     async def aclose(self) -> None:
         self._logs.clear()

@@ -29,7 +29,6 @@ admits only while its own admissions of the window are also under its share of t
 from __future__ import annotations
 
 import itertools
-import math
 import secrets
 from dataclasses import dataclass
 
@@ -37,7 +36,7 @@ from redis.asyncio import Redis
 from redis.exceptions import ResponseError
 
 from app.ratelimit.ledger import Admission, Ledger, RedisClock
-from app.ratelimit.window import Decision, check_arguments, decide
+from app.ratelimit.window import Decision, check_arguments, decide, decide_share, share_of
 
 # KEYS[1] the key's sorted set, KEYS[2] the epoch; ARGV: limit, window in microseconds, a
 # unique member name, an epoch to create if there is none, the epoch the caller expects ('' at
@@ -120,13 +119,21 @@ class RedisRateLimiter:
         self.ledger = Ledger()
         self.clock = RedisClock()
 
-    def share(self, key: str, *, limit: int, window_us: int) -> tuple[bool, int, int]:
-        """Whether this process's own admissions of the window are under its share of
-        `limit`; with that count (this request not included) and the reset in µs."""
-        now_us = self.clock.now_us()
+    def own_share(self, key: str, *, limit: int, window_seconds: int, admit: bool) -> Decision:
+        """A decision on this process's own admissions of the window against its share of
+        `limit` (how it decides while Redis is down, and for a window after Redis lost its
+        log); with `admit`, an admission it makes is recorded for writing back into Redis."""
+        window_us, now_us = window_seconds * 1_000_000, self.clock.now_us()
         counted, oldest = self.ledger.count(key, now_us=now_us, window_us=window_us)
+        share = share_of(limit, self.instances)
+        allowed = counted < share
+        if allowed and admit:
+            self.ledger.record(key, Admission(self.member(), now_us, False), window_us=window_us)
+            counted, oldest = counted + 1, now_us if oldest is None else oldest
         reset_us = window_us if oldest is None else oldest + window_us - now_us
-        return counted < math.ceil(limit / self.instances), counted, reset_us
+        return decide_share(
+            allowed=allowed, limit=limit, share=share, counted=counted, reset_seconds=reset_us / 1e6
+        )
 
     def member(self) -> str:
         """A name for one admission, unique across processes."""
@@ -137,15 +144,10 @@ class RedisRateLimiter:
         window_us = window_seconds * 1_000_000
         await self.write_back()
         if self._lost_at_us is not None and self.clock.now_us() - self._lost_at_us < window_us:
-            under, counted, reset_us = self.share(key, limit=limit, window_us=window_us)
-            if not under:  # the others may not have given their admissions back yet
-                share = math.ceil(limit / self.instances)
-                return decide(
-                    allowed=False,
-                    limit=limit,
-                    counted=limit - share + counted,
-                    reset_seconds=reset_us / 1e6,
-                )
+            # the others may not have given their admissions back yet: hold to the share
+            own = self.own_share(key, limit=limit, window_seconds=window_seconds, admit=False)
+            if not own.allowed:
+                return own
         member = self.member()
         reply = await self._admit(key, limit, window_us, member)
         if reply.allowed == -1:  # Redis lost its log since this process last spoke to it
@@ -172,8 +174,7 @@ class RedisRateLimiter:
             for admission in missing:
                 args += [admission.member, admission.at_us]
             await self._write_back_script(keys=[self._prefix + key], args=args)
-            for admission in missing:
-                admission.in_redis = True
+            self.ledger.written(key, missing)
 
     async def _admit(self, key: str, limit: int, window_us: int, member: str) -> _Reply:
         reply = await self._script(

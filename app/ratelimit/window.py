@@ -51,6 +51,21 @@ def decide(*, allowed: bool, limit: int, counted: int, reset_seconds: float) -> 
     )
 
 
+def share_of(limit: int, instances: int) -> int:
+    """What one of `instances` processes may admit of a limit they share without Redis."""
+    return math.ceil(limit / instances)
+
+
+def decide_share(
+    *, allowed: bool, limit: int, share: int, counted: int, reset_seconds: float
+) -> Decision:
+    """A decision against one process's `share` of `limit` (`counted`: its own admissions,
+    this one included): `remaining` is what this process may still admit."""
+    return decide(
+        allowed=allowed, limit=limit, counted=limit - share + counted, reset_seconds=reset_seconds
+    )
+
+
 def check_arguments(limit: int, window_seconds: int) -> None:
     if limit < 0:
         raise ValueError(f"limit must be >= 0, got {limit}")
