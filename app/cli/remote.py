@@ -125,8 +125,7 @@ def ingest_background(
         )
         with Progress(*columns, console=console, transient=True) as progress:
             task = progress.add_task("ingesting", total=len(files), chunks=0)
-            finished: dict[str, Job] = {}
-            seen: dict[str, Job] = {}
+            seen: dict[str, Job] = {}  # each job as last read; `wait` shows the final one too
 
             def show(job: Job) -> None:
                 seen[str(job.job_id)] = job
@@ -137,8 +136,8 @@ def ingest_background(
                 progress.update(task, completed=done, chunks=chunks)
 
             for job_id in job_ids:
-                finished[str(job_id)] = rag.wait(job_id, progress=show, poll_seconds=1.0)
-    for job in finished.values():
+                rag.wait(job_id, progress=show, poll_seconds=1.0)
+    for job in seen.values():
         _tally(job, summary)
     return summary
 

@@ -57,7 +57,7 @@ def run_server(settings: Settings, *, host: str, port: int, workers: int = 1) ->
             port=port,
             log_level="info",
         )
-        errors.setLevel(level)
+        errors.setLevel(level)  # uvicorn.Config reconfigures its loggers: keep the chosen level
         _log.info(
             "serving on %s with %d worker processes (each loads the model: ready when %s/readyz "
             "answers 200; Ctrl-C stops)",
@@ -67,15 +67,15 @@ def run_server(settings: Settings, *, host: str, port: int, workers: int = 1) ->
         )
         if keys is not None:
             _log.info("tokens: HMAC secret in %s", keys)
-        with contextlib.suppress(KeyboardInterrupt):
-            Multiprocess(config, sockets=[config.bind_socket()]).run()
-        _log.info("stopped")
-        return
-    config = uvicorn_config(create_app(settings), settings, host=host, port=port, log_level="info")
-    errors.setLevel(level)  # uvicorn.Config reconfigures its loggers: keep the chosen level
-    server = _AnnouncingServer(config, base_url=base_url, keys=keys)
+        run = Multiprocess(config, sockets=[config.bind_socket()]).run
+    else:
+        config = uvicorn_config(
+            create_app(settings), settings, host=host, port=port, log_level="info"
+        )
+        errors.setLevel(level)
+        run = _AnnouncingServer(config, base_url=base_url, keys=keys).run
     with contextlib.suppress(KeyboardInterrupt):  # uvicorn re-raises the Ctrl-C it handled
-        server.run()
+        run()
     _log.info("stopped")
 
 

@@ -29,11 +29,11 @@ _BLOCKS = frozenset(
 
 def decode_html(data: bytes) -> str:
     """UTF-8 (or UTF-16 with a BOM), else the charset the page declares in <meta>."""
-    if b"\x00" in data and not data.startswith((b"\xff\xfe", b"\xfe\xff")):
-        return decode_text(data)  # refuses it: a detector would guess UTF-16 and make mojibake
     try:
         return decode_text(data)
     except Unprocessable:
+        if b"\x00" in data and not data.startswith((b"\xff\xfe", b"\xfe\xff")):
+            raise  # a NUL is no charset question: a detector would guess UTF-16 into mojibake
         markup = UnicodeDammit(data, is_html=True).unicode_markup
         if markup is None:
             raise
