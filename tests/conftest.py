@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import os
 import shutil
-import socket
 import subprocess
 import tempfile
 import time
@@ -43,7 +42,7 @@ from app.main import create_app
 from app.settings import EmbeddingProvider, Settings
 from app.tenants import TenantDirectory, create_tenant
 from tests.fakes import WordHashEmbedder
-from tests.processes import PrivateRedis
+from tests.processes import PrivateRedis, free_port
 
 TEST_REDIS_DB = 15
 DIMENSIONS = 384
@@ -60,13 +59,6 @@ def _redis_answers(url: str) -> bool:
         return False
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
-
-
 @pytest.fixture(scope="session")
 def redis_url() -> Iterator[str]:
     """RAG_TEST_REDIS_URL; else a private redis-server on a free port (so concurrent runs never
@@ -81,7 +73,7 @@ def redis_url() -> Iterator[str]:
             pytest.fail("no Redis: set RAG_TEST_REDIS_URL or install redis-server")
         yield local
         return
-    port = _free_port()
+    port = free_port()
     args = [binary, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"]
     process = subprocess.Popen(args, stdout=subprocess.DEVNULL)
     url = f"redis://127.0.0.1:{port}/{TEST_REDIS_DB}"

@@ -5,7 +5,6 @@ committed; each run uses tenants of its own."""
 from __future__ import annotations
 
 import asyncio
-import socket
 import threading
 import time
 import uuid
@@ -27,6 +26,7 @@ from app.main import create_app
 from app.settings import Settings
 from app.tenants import create_tenant
 from tests.fakes import WordHashEmbedder
+from tests.processes import free_port
 
 ALL_SCOPES = ["rag:search", "rag:ingest", "rag:admin"]
 
@@ -69,13 +69,6 @@ async def _register(settings: Settings, tenant_id: str) -> None:
         await engine.dispose()
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
-
-
 @contextmanager
 def live_server(settings: Settings) -> Iterator[LiveServer]:
     """The app on 127.0.0.1 with a fresh tenant holding the explorer's markdown example."""
@@ -85,7 +78,7 @@ def live_server(settings: Settings) -> Iterator[LiveServer]:
     tenant_id = f"t-live-{uuid.uuid4().hex[:10]}"
     _in_thread(_register(settings, tenant_id))
     app = create_app(settings, embedder=WordHashEmbedder(settings.embedding_dimensions))
-    port = _free_port()
+    port = free_port()
     config = uvicorn_config(
         app, settings, host="127.0.0.1", port=port, log_level="warning", lifespan="on"
     )

@@ -6,7 +6,6 @@ from __future__ import annotations
 import asyncio
 import re
 import shutil
-import socket
 import subprocess
 import time
 import uuid
@@ -22,6 +21,7 @@ from app.db.tenancy import SessionMaker
 from app.settings import RedisFailurePolicy, Settings
 from tests.conftest import TenantClient, app_client, new_tenant
 from tests.fakes import WordHashEmbedder
+from tests.processes import free_port
 
 DOCUMENTS = "/api/rag/documents"
 WINDOW = 2
@@ -87,20 +87,13 @@ class RedisServer:
     process: subprocess.Popen[bytes] | None  # None: the shared test Redis, not ours to stop
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
-
-
 @contextmanager
 def redis_server() -> Iterator[RedisServer]:
     """A redis-server of our own on a free port, killed on exit."""
     binary = shutil.which("redis-server")
     if binary is None:
         pytest.fail("redis-server is not on PATH")
-    port = _free_port()
+    port = free_port()
     args = [binary, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"]
     process = subprocess.Popen(args, stdout=subprocess.DEVNULL)
     url = f"redis://127.0.0.1:{port}/0"

@@ -29,18 +29,11 @@ from app.ratelimit import (
     rate_limit_headers,
 )
 from app.settings import RedisFailurePolicy, Settings
-from tests.processes import PrivateRedis
+from tests.processes import PrivateRedis, free_port
 
 
 def new_key() -> str:
     return f"tenant-{uuid.uuid4().hex}"
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
 
 
 def client_for(url: str, *, timeout: float = 0.25) -> Redis:
