@@ -48,7 +48,7 @@ from app.db.tenancy import SessionMaker, registry_transaction
 from app.embeddings.local import LocalEmbedder
 from app.ingest.chunking import Chunker
 from app.ingest.documents import DocumentInput, _prepare
-from app.ingest.parsing import SourceType
+from app.ingest.parsing import Parser, SourceType
 from app.settings import EmbeddingProvider, Settings
 from app.tenants import create_tenant
 
@@ -222,7 +222,7 @@ def prepare_corpus(docs: Sequence[CorpusDoc], chunker: Chunker) -> list[Prepared
     """Parse and chunk as `ingest_document` does (its own `_prepare`, so the texts match)."""
     out = []
     for doc in docs:
-        prepared = _prepare(corpus_input(doc), chunker)
+        prepared = _prepare(corpus_input(doc), chunker, Parser())
         out.append(
             PreparedDoc(
                 doc,

@@ -1,0 +1,55 @@
+"""The service's image, checked by reading its Dockerfile (no Docker engine here)."""
+
+from __future__ import annotations
+
+import re
+
+from tests.deploy.compose import ROOT
+
+DOCKERFILE = (ROOT / "Dockerfile").read_text()
+
+
+def _from_lines(text: str) -> list[str]:
+    return re.findall(r"^FROM (\S+)", text, flags=re.M)
+
+
+def test_two_stages_on_one_pinned_base_image() -> None:
+    [default] = re.findall(r"^ARG PYTHON_IMAGE=(\S+)$", DOCKERFILE, flags=re.M)
+    assert re.fullmatch(r"python:3\.11\.\d+-slim-\w+", default), default
+    assert _from_lines(DOCKERFILE) == ["${PYTHON_IMAGE}", "${PYTHON_IMAGE}"]
+
+
+def test_runtime_is_non_root_offline_with_a_healthcheck() -> None:
+    runtime = DOCKERFILE.split(" AS runtime", 1)[1]
+    assert re.search(r"^USER (?!root)\w+", runtime, flags=re.M)
+    assert re.search(r"^HEALTHCHECK .*--start-period=\d+s", runtime, flags=re.M)
+    assert "HF_HUB_OFFLINE=1" in runtime
+    assert re.search(r'^CMD \["rag", "serve", "--host", "0.0.0.0"', runtime, flags=re.M)
+
+
+def test_torch_is_the_pinned_cpu_build() -> None:
+    assert '"torch==2.13.0" --index-url https://download.pytorch.org/whl/cpu' in DOCKERFILE
+    assert "torch.__version__.startswith('2.13.0')" in DOCKERFILE
+
+
+def test_dependencies_install_before_the_code_is_copied() -> None:
+    """A code change must not reinstall 1.5 GB of dependencies: the requirements layer comes
+    before `COPY app`, and the project itself installs without dependencies."""
+    requirements = DOCKERFILE.index("pip install -r /tmp/requirements.txt")
+    assert requirements < DOCKERFILE.index("COPY app ./app")
+    assert "pip install --no-deps . ./clients/python" in DOCKERFILE
+    assert '["optional-dependencies"]["local"]' in DOCKERFILE
+
+
+def test_build_context_leaves_out_what_the_image_does_not_need() -> None:
+    ignored = (ROOT / ".dockerignore").read_text().split()
+    assert {".git", ".venv", "tests", "bench"} <= set(ignored)
+
+
+def test_citus_image_adds_the_same_pgvector_release() -> None:
+    citus = (ROOT / "deploy" / "citus" / "Dockerfile").read_text()
+    [base] = _from_lines(citus)
+    assert re.fullmatch(r"citusdata/citus:\d+\.\d+\.\d+", base), base
+    [version] = re.findall(r"^ARG PGVECTOR_VERSION=(\S+)$", citus, flags=re.M)
+    compose = (ROOT / "docker-compose.yml").read_text()
+    assert f"pgvector/pgvector:{version}-pg18" in compose
