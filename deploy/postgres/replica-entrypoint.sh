@@ -5,18 +5,24 @@
 # standby. Later starts skip the backup and resume streaming where they stopped.
 set -euo pipefail
 : "${PGDATA:?}" "${PRIMARY_HOST:?}" "${RAG_REPLICATION_PASSWORD:?}"
+port="${PRIMARY_PORT:-5432}" owner="${PGDATA_OWNER:-postgres}"  # the image's defaults
 if [ ! -s "$PGDATA/PG_VERSION" ]; then
-  mkdir -p "$PGDATA"
-  chown -R postgres:postgres "$(dirname "$PGDATA")"
-  chmod 700 "$PGDATA"
-  until pg_isready --host "$PRIMARY_HOST" --port 5432 --quiet; do
+  # copied beside, then renamed: a copy cut short is never mistaken for a data directory
+  partial="$PGDATA.partial"
+  rm -rf "$partial" "$PGDATA"
+  mkdir -p "$partial"
+  chown -R "$owner:$owner" "$(dirname "$PGDATA")"
+  chmod 700 "$partial"
+  until pg_isready --host "$PRIMARY_HOST" --port "$port" --quiet; do
     echo "replica: waiting for $PRIMARY_HOST" >&2
     sleep 2
   done
-  conninfo="host=$PRIMARY_HOST port=5432 user=replicator password=$RAG_REPLICATION_PASSWORD application_name=${REPLICA_NAME:-replica_1}"
-  gosu postgres pg_basebackup --dbname "$conninfo" --pgdata "$PGDATA" \
-    --wal-method stream --slot "${REPLICA_SLOT:-replica_1}" --write-recovery-conf \
-    --checkpoint fast --progress
+  # -R writes the password given in PGPASSWORD into primary_conninfo, quoted as needed
+  conninfo="host=$PRIMARY_HOST port=$port user=replicator application_name=${REPLICA_NAME:-replica_1}"
+  PGPASSWORD="$RAG_REPLICATION_PASSWORD" gosu "$owner" pg_basebackup --dbname "$conninfo" \
+    --pgdata "$partial" --wal-method stream --slot "${REPLICA_SLOT:-replica_1}" \
+    --write-recovery-conf --checkpoint fast --progress
+  mv "$partial" "$PGDATA"
   echo "replica: base backup done" >&2
 fi
 exec docker-entrypoint.sh postgres -c hot_standby=on -c hot_standby_feedback=on
