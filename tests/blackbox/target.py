@@ -9,6 +9,7 @@ runs the same against `rag serve` on this machine and against a deployed stack:
         --scopes "{scopes}"'                     # a command printing a token
     RAG_BLACKBOX_ADMIN_TENANT=blackbox-admin     # an active tenant (`rag tenant create`)
     RAG_BLACKBOX_LIMITED_TIER=basic              # the tier the rate-limit test exhausts
+    RAG_BLACKBOX_TIER=enterprise                 # the other test tenants' (a roomy one)
 
 Optional: RAG_BLACKBOX_JWT_AUDIENCE, RAG_BLACKBOX_JWT_ISSUER, RAG_BLACKBOX_JWT_TENANT_CLAIM
 (when the service checks them). Without RAG_BLACKBOX_URL, conftest.py starts `rag serve`.
@@ -82,15 +83,17 @@ class Target:
     mint: Minter
     admin_tenant: str
     limited_tier: str = "basic"
+    tier: str = "enterprise"
 
     def client(self, token: str | None = None, *, keep_alive: bool = True) -> httpx.Client:
         headers = {"Authorization": f"Bearer {token}"} if token else {}
         limits = httpx.Limits(max_keepalive_connections=None if keep_alive else 0)
         return httpx.Client(base_url=self.url, headers=headers, timeout=TIMEOUT, limits=limits)
 
-    def new_tenant(self, prefix: str, *, tier: str = "enterprise") -> Tenant:
+    def new_tenant(self, prefix: str, *, tier: str | None = None) -> Tenant:
         """A fresh tenant made through the admin API, and a client carrying its token."""
         tenant_id = f"bb-{prefix}-{uuid.uuid4().hex[:10]}"
+        tier = tier or self.tier
         with self.client(self.mint(self.admin_tenant, ADMIN_SCOPES)) as admin:
             made = admin.post("/api/admin/tenants", json={"id": tenant_id, "tier": tier})
             assert made.status_code == 201, made.text
@@ -139,4 +142,5 @@ def target_from_environment(environ: Mapping[str, str]) -> Target | None:
         mint=mint,
         admin_tenant=environ.get("RAG_BLACKBOX_ADMIN_TENANT", "blackbox-admin"),
         limited_tier=environ.get("RAG_BLACKBOX_LIMITED_TIER", "basic"),
+        tier=environ.get("RAG_BLACKBOX_TIER", "enterprise"),
     )

@@ -28,7 +28,7 @@ def test_health_and_readiness(target: Target) -> None:
 def test_admin_creates_tenants_once_and_refuses_tenant_tokens(target: Target) -> None:
     tenant = target.new_tenant("admin")
     with target.client(target.mint(target.admin_tenant, ADMIN_SCOPES)) as admin:
-        again = admin.post("/api/admin/tenants", json={"id": tenant.id, "tier": "enterprise"})
+        again = admin.post("/api/admin/tenants", json={"id": tenant.id, "tier": target.tier})
         assert again.status_code == 200  # idempotent: it existed
         read = admin.get(f"/api/admin/tenants/{tenant.id}")
         assert read.status_code == 200
