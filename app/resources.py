@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from contextlib import asynccontextmanager, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TypeVar
 
 from redis.asyncio import Redis
 from sqlalchemy.ext.asyncio import AsyncEngine
@@ -14,6 +15,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 from app.auth import TokenVerifier
 from app.citations import ApproxTokenCounter, TokenCounter, load_token_counter
 from app.db.engine import create_engine, create_sessionmaker, vector_column_dimensions
+from app.db.replicas import ReadConsistency, ReplicaSet, watched_replicas
 from app.db.tenancy import SessionMaker
 from app.embeddings import Embedder, build_embedder, check_dimensions
 from app.embeddings.local import default_tokenizer_path
@@ -28,6 +30,7 @@ from app.tenants import TenantDirectory
 from app.usage import UsageRecorder
 
 _log = logging.getLogger(__name__)
+T = TypeVar("T")
 HEADER_TOKENS = 48  # room for the contextual header (title, section path) in the model's input
 
 
@@ -46,6 +49,21 @@ class Resources:
     redis: Redis | None
     access: AccessCounter
     usage: UsageRecorder
+    replicas: ReplicaSet
+
+    async def read(
+        self,
+        work: Callable[[SessionMaker], Awaitable[T]],
+        *,
+        consistency: ReadConsistency = ReadConsistency.REPLICA,
+        recheck_missing: bool = False,
+    ) -> T:
+        """`work` on a healthy replica unless `consistency` asks for the primary (or none is
+        healthy); a replica failing mid-way is retried once on the primary (app/db/replicas.py).
+        `sessions` stays the primary's: writes, and reads that must see them, use it."""
+        return await self.replicas.read(
+            self.sessions, work, consistency=consistency, recheck_missing=recheck_missing
+        )
 
 
 @asynccontextmanager
@@ -69,9 +87,12 @@ async def open_resources(
     try:
         check_dimensions(embedder, await _column_dimensions(engine, settings))
         with sandboxed_parser(settings) as parser:
-            async with flushing(
-                AccessCounter(), sessions, every_seconds=settings.access_flush_seconds
-            ) as access:
+            async with (
+                flushing(
+                    AccessCounter(), sessions, every_seconds=settings.access_flush_seconds
+                ) as access,
+                watched_replicas(settings, engine) as replicas,
+            ):
                 yield Resources(
                     settings=settings,
                     engine=engine,
@@ -86,6 +107,7 @@ async def open_resources(
                     redis=redis,
                     access=access,
                     usage=UsageRecorder(),
+                    replicas=replicas,
                 )
     finally:
         await embedder.aclose()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 import secrets
 from enum import StrEnum
 from pathlib import Path
@@ -27,6 +28,7 @@ class RedisFailurePolicy(StrEnum):
 
 _log = logging.getLogger(__name__)
 
+_URL_SEPARATOR = re.compile(r"\s+|\s*,\s*(?=[a-z][a-z0-9+.-]*://)")
 LOCAL_HOSTS = ("127.0.0.1:*", "localhost:*", "[::1]:*", "127.0.0.1", "localhost", "[::1]")
 
 
@@ -50,6 +52,20 @@ class Settings(BaseSettings):
     # 0 turns it off. Maintenance commands (migrate, index, bm25 rebuild) are not bound.
     db_statement_timeout_seconds: float = Field(default=30.0, ge=0, le=3600)
     app_role: str = Field(default="rag_app", pattern=r"^[a-z_][a-z0-9_]{0,62}$")
+    # Read replicas (docs/REPLICAS.md): streaming standbys of the primary, reached as the
+    # runtime role; searches, context, similar and dedupe previews are served by a healthy one.
+    database_replica_urls: Annotated[list[SecretStr], NoDecode] = Field(
+        default=[], description="Comma-separated URLs of streaming replicas (runtime role)."
+    )
+    replica_max_lag_seconds: float = Field(
+        default=5.0, gt=0, description="A replica further behind the primary is skipped."
+    )
+    replica_check_seconds: float = Field(
+        default=1.0, gt=0, le=300, description="How often each replica's health and lag are read."
+    )
+    replica_connect_timeout_seconds: float = Field(
+        default=2.0, gt=0, le=60, description="Connecting to a replica (and one health check)."
+    )
 
     # request gate
     jwt_secret: SecretStr | None = None
@@ -145,6 +161,17 @@ class Settings(BaseSettings):
             if value.strip().startswith("["):
                 return json.loads(value)
             return [part.strip() for part in value.replace(",", " ").split() if part.strip()]
+        return value
+
+    @field_validator("database_replica_urls", mode="before")
+    @classmethod
+    def _split_urls(cls, value: object) -> object:
+        """Separated by whitespace or by commas before a scheme, so that a multi-host URL
+        (`postgresql://u@h1,h2/db`) stays whole; a JSON list works too."""
+        if isinstance(value, str):
+            if value.strip().startswith("["):
+                return json.loads(value)
+            return [part for part in _URL_SEPARATOR.split(value.strip()) if part]
         return value
 
     @field_validator("jwt_algorithms")

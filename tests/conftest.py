@@ -132,6 +132,19 @@ def database() -> Iterator[DatabaseUrls]:
         stop()
 
 
+async def fresh_database(database: DatabaseUrls, name: str) -> str:
+    """A database of its own on the tests' server, migrated: for data that must be committed
+    (a live server, a replica); the runtime role's URL."""
+    owner_url = with_user(with_database(database.superuser_url, name), OWNER_ROLE, OWNER_PASSWORD)
+    app_url = with_user(with_database(database.superuser_url, name), APP_ROLE, APP_PASSWORD)
+    await drop_database(database.superuser_url, name)
+    await bootstrap(
+        database.superuser_url, database=name, owner=OWNER_ROLE, owner_password=OWNER_PASSWORD
+    )
+    await migrate(owner_url, embedding_dimensions=DIMENSIONS, app_role=APP_ROLE, app_url=app_url)
+    return app_url
+
+
 @pytest.fixture(scope="session")
 def settings(database: DatabaseUrls, redis_url: str) -> Settings:
     return Settings(

@@ -9,7 +9,7 @@ from fastapi import APIRouter, Body
 from pydantic import BaseModel, Field
 
 from app.api import examples
-from app.api.deps import ResourcesDep, SearchCaller
+from app.api.deps import Consistency, ResourcesDep, SearchCaller
 from app.api.openapi import GATED, WITH_BODY
 from app.api.search import request_of
 from app.api.search_models import ChunkOut, SearchIn, Timings
@@ -109,18 +109,23 @@ async def build_context(
     body: Annotated[ContextIn, Body(openapi_examples=examples.CONTEXT)],
     caller: SearchCaller,
     resources: ResourcesDep,
+    consistency: Consistency,
 ) -> ContextOut:
     """The most relevant chunks as a numbered context block with citations."""
     resources.usage.record(caller.tenant_id, "searches")
-    outcome = await retrieve_context(
-        resources.sessions,
-        resources.embedder,
-        resources.token_counter,
-        tenant_id=caller.tenant_id,
-        request=request_of(resources, body),
-        style=body.style,
-        max_tokens=body.max_tokens,
-        max_chars=body.max_chars_per_chunk,
-        access=resources.access,
+    request = request_of(resources, body)
+    outcome = await resources.read(
+        lambda sessions: retrieve_context(
+            sessions,
+            resources.embedder,
+            resources.token_counter,
+            tenant_id=caller.tenant_id,
+            request=request,
+            style=body.style,
+            max_tokens=body.max_tokens,
+            max_chars=body.max_chars_per_chunk,
+            access=resources.access,
+        ),
+        consistency=consistency,
     )
     return ContextOut.of(outcome)

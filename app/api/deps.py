@@ -16,6 +16,7 @@ from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from app.api.middleware import RATE_LIMIT_HEADERS_STATE
 from app.api.openapi import BEARER_DESCRIPTION, BEARER_SCHEME
 from app.auth import SCOPE_ADMIN, SCOPE_INGEST, SCOPE_SEARCH
+from app.db.replicas import ReadConsistency
 from app.gate import Caller, admit, spend
 from app.ratelimit import raise_if_denied, rate_limit_headers
 from app.resources import Resources
@@ -23,6 +24,7 @@ from app.resources import Resources
 __all__ = [
     "AdminCaller",
     "Caller",
+    "Consistency",
     "IngestCaller",
     "ResourcesDep",
     "SearchCaller",
@@ -82,3 +84,24 @@ def gate(scope: str) -> Callable[..., Awaitable[Caller]]:
 SearchCaller = Annotated[Caller, Depends(gate(SCOPE_SEARCH))]
 IngestCaller = Annotated[Caller, Depends(gate(SCOPE_INGEST))]
 AdminCaller = Annotated[Caller, Depends(gate(SCOPE_ADMIN))]
+
+
+CONSISTENCY_HEADER = "X-Read-Consistency"
+ConsistencyHeader = Annotated[
+    ReadConsistency,
+    Header(
+        alias=CONSISTENCY_HEADER,
+        description="`primary` reads from the primary database: the answer reflects every write"
+        " acknowledged before it (e.g. a document just ingested). `replica` (default) lets a"
+        " read replica answer, which may be up to RAG_REPLICA_MAX_LAG_SECONDS behind.",
+    ),
+]
+
+
+async def read_consistency(
+    consistency: ConsistencyHeader = ReadConsistency.REPLICA,
+) -> ReadConsistency:
+    return consistency
+
+
+Consistency = Annotated[ReadConsistency, Depends(read_consistency)]

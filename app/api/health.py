@@ -5,9 +5,10 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Awaitable
+from dataclasses import asdict
 
 from fastapi import APIRouter, Response
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 from sqlalchemy import text
 
 from app.api.deps import ResourcesDep
@@ -27,9 +28,26 @@ class Check(BaseModel):
     error: str | None = None
 
 
+class ReplicaOut(BaseModel):
+    """A read replica as the last background check (or a failed read since) left it."""
+
+    name: str = Field(description="replica-N: the Nth of RAG_DATABASE_REPLICA_URLS.")
+    healthy: bool = Field(description="Serving reads now.")
+    reason: str | None = Field(description="Why not, when it is skipped.")
+    lag_seconds: float | None
+    lag_bytes: int | None = Field(description="WAL the replica has not replayed yet.")
+    in_flight: int
+    served: int = Field(description="Reads it has answered since the process started.")
+    failed_reads: int = Field(description="Reads it failed, each retried on the primary.")
+
+
 class Readiness(BaseModel):
     status: str
     checks: dict[str, Check]
+    replicas: list[ReplicaOut] = Field(
+        default=[],
+        description="Read replicas; informative only: the primary alone keeps the service ready.",
+    )
 
 
 @router.get("/healthz", summary="Liveness")
@@ -50,7 +68,8 @@ async def healthz() -> Health:
     },
 )
 async def readyz(resources: ResourcesDep, response: Response) -> Readiness:
-    """The database, Redis (when configured) and the embedder answer."""
+    """The database, Redis (when configured) and the embedder answer; and how the read
+    replicas are doing (a replica down or behind is skipped, it never makes this fail)."""
     checks = {"database": await _timed(_ping_database(resources))}
     if resources.redis is not None:
         checks["redis"] = await _timed(_ping_redis(resources))
@@ -59,7 +78,8 @@ async def readyz(resources: ResourcesDep, response: Response) -> Readiness:
     if not ready:
         response.status_code = 503
         response.headers["Retry-After"] = "5"
-    return Readiness(status="ready" if ready else "unavailable", checks=checks)
+    replicas = [ReplicaOut(**asdict(r)) for r in resources.replicas.statuses()]
+    return Readiness(status="ready" if ready else "unavailable", checks=checks, replicas=replicas)
 
 
 async def _ping_database(resources: Resources) -> None:

@@ -16,7 +16,7 @@ from fastapi import APIRouter, Depends, Request
 from starlette.responses import Response
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from app.api.deps import ResourcesDep, admission
+from app.api.deps import Consistency, ResourcesDep, admission
 from app.api.middleware import RATE_LIMIT_HEADERS_STATE
 from app.auth import SCOPE_SEARCH
 from app.gate import Caller
@@ -51,11 +51,16 @@ class Delegated(Response):
 
 @router.post("/mcp", include_in_schema=False)
 async def mcp(
-    request: Request, caller: McpCaller, resources: ResourcesDep, transport: McpHttpDep
+    request: Request,
+    caller: McpCaller,
+    resources: ResourcesDep,
+    transport: McpHttpDep,
+    consistency: Consistency,
 ) -> Response:
     """MCP over streamable HTTP (JSON-RPC; see README, "Agents (MCP)")."""
 
     def record(decision: Decision) -> None:
         setattr(request.state, RATE_LIMIT_HEADERS_STATE, rate_limit_headers(decision))
 
-    return Delegated(transport.app, ToolAccess(caller, resources, on_decision=record))
+    access = ToolAccess(caller, resources, on_decision=record, consistency=consistency)
+    return Delegated(transport.app, access)

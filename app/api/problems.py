@@ -13,6 +13,7 @@ from fastapi.responses import JSONResponse
 from sqlalchemy import exc as sa_exc
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
+from app.db.failures import is_unreachable
 from app.errors import AppError
 
 _log = logging.getLogger(__name__)
@@ -20,12 +21,6 @@ PROBLEM_TYPE_BASE = "https://rag-service.dev/problems/"
 PROBLEM_JSON = "application/problem+json"
 DATABASE_RETRY_AFTER = 5
 QUERY_CANCELED = "57014"
-_CONNECTION_ERRORS = (
-    OSError,
-    asyncpg.PostgresConnectionError,
-    asyncpg.InterfaceError,
-    asyncpg.CannotConnectNowError,
-)
 
 
 def problem_body(*, status: int, title: str, detail: str, slug: str) -> bytes:
@@ -109,20 +104,6 @@ def _is_cancelled(exc: Exception) -> bool:
     )
 
 
-def _is_unavailable(exc: Exception) -> bool:
-    """The database cannot be reached (as opposed to a bug in a query)."""
-    if isinstance(exc, OSError | sa_exc.TimeoutError):
-        return True
-    if isinstance(exc, sa_exc.DBAPIError):
-        cause = getattr(exc.orig, "__cause__", None)
-        return (
-            exc.connection_invalidated
-            or isinstance(exc.orig, _CONNECTION_ERRORS)
-            or isinstance(cause, _CONNECTION_ERRORS)
-        )
-    return False
-
-
 async def _database_error(request: Request, exc: Exception) -> JSONResponse:
     """Database errors: 503 when it cannot be reached or a statement ran past its time limit,
     else a bare 500. Registered for these types so the reply passes the middleware
@@ -137,7 +118,7 @@ async def _database_error(request: Request, exc: Exception) -> JSONResponse:
             slug="statement-timeout",
             headers={"Retry-After": str(DATABASE_RETRY_AFTER)},
         )
-    if _is_unavailable(exc):
+    if is_unreachable(exc):
         _log.warning("database unavailable: %s", type(exc).__name__)
         return problem_response(
             status=503,

@@ -7,7 +7,7 @@ from typing import Annotated
 from fastapi import APIRouter, Body
 
 from app.api import examples
-from app.api.deps import ResourcesDep, SearchCaller
+from app.api.deps import Consistency, ResourcesDep, SearchCaller
 from app.api.openapi import GATED, WITH_BODY
 from app.api.search_models import SearchIn, SearchOut, to_filters
 from app.resources import Resources
@@ -38,15 +38,19 @@ async def search_chunks(
     body: Annotated[SearchIn, Body(openapi_examples=examples.SEARCH)],
     caller: SearchCaller,
     resources: ResourcesDep,
+    consistency: Consistency,
 ) -> SearchOut:
     """The tenant's most relevant chunks, each with its source."""
     request = request_of(resources, body)
     resources.usage.record(caller.tenant_id, "searches")
-    outcome = await search(
-        resources.sessions,
-        resources.embedder,
-        tenant_id=caller.tenant_id,
-        request=request,
-        access=resources.access,
+    outcome = await resources.read(
+        lambda sessions: search(
+            sessions,
+            resources.embedder,
+            tenant_id=caller.tenant_id,
+            request=request,
+            access=resources.access,
+        ),
+        consistency=consistency,
     )
     return SearchOut.of(outcome, body=body, threshold=request.threshold)

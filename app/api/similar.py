@@ -8,13 +8,14 @@ from typing import Annotated
 from fastapi import APIRouter, Body, Query
 
 from app.api import examples
-from app.api.deps import ResourcesDep, SearchCaller
+from app.api.deps import Consistency, ResourcesDep, SearchCaller
 from app.api.openapi import GATED, WITH_BODY, errors
 from app.api.similar_models import DedupeIn, DedupeOut, SimilarOut
 from app.auth import SCOPE_INGEST
+from app.db.tenancy import SessionMaker
 from app.errors import Forbidden, Unprocessable
 from app.resources import Resources
-from app.retrieval.dedupe import DedupeRequest, dedupe
+from app.retrieval.dedupe import DedupeOutcome, DedupeRequest, dedupe
 from app.retrieval.similar import (
     SearchScope,
     SimilarRequest,
@@ -81,6 +82,7 @@ async def similar_chunks(
     chunk_id: uuid.UUID,
     caller: SearchCaller,
     resources: ResourcesDep,
+    consistency: Consistency,
     top_k: TopK = 10,
     min_similarity: MinSimilarity = 0.85,
     exclude_same_document: bool = True,
@@ -96,12 +98,16 @@ async def similar_chunks(
         search_scope=search_scope,
         collections=collections,
     )
-    outcome = await similar_to_chunk(
-        resources.sessions,
-        tenant_id=caller.tenant_id,
-        chunk_id=chunk_id,
-        request=request,
-        access=resources.access,
+    outcome = await resources.read(
+        lambda sessions: similar_to_chunk(
+            sessions,
+            tenant_id=caller.tenant_id,
+            chunk_id=chunk_id,
+            request=request,
+            access=resources.access,
+        ),
+        consistency=consistency,
+        recheck_missing=True,
     )
     return SimilarOut.of(outcome)
 
@@ -115,6 +121,7 @@ async def similar_documents(
     document_id: uuid.UUID,
     caller: SearchCaller,
     resources: ResourcesDep,
+    consistency: Consistency,
     top_k: TopK = 10,
     min_similarity: MinSimilarity = 0.85,
     exclude_same_document: bool = True,
@@ -131,12 +138,16 @@ async def similar_documents(
         search_scope=search_scope,
         collections=collections,
     )
-    outcome = await similar_to_document(
-        resources.sessions,
-        tenant_id=caller.tenant_id,
-        document_id=document_id,
-        request=request,
-        access=resources.access,
+    outcome = await resources.read(
+        lambda sessions: similar_to_document(
+            sessions,
+            tenant_id=caller.tenant_id,
+            document_id=document_id,
+            request=request,
+            access=resources.access,
+        ),
+        consistency=consistency,
+        recheck_missing=True,
     )
     return SimilarOut.of(outcome)
 
@@ -148,6 +159,7 @@ async def dedupe_documents(
     body: Annotated[DedupeIn, Body(openapi_examples=examples.DEDUPE)],
     caller: SearchCaller,
     resources: ResourcesDep,
+    consistency: Consistency,
 ) -> DedupeOut:
     """Near-duplicate groups; a dry run (default) changes nothing, a merge (`dry_run: false`,
     needs rag:ingest) deletes each group's duplicates and keeps its primary."""
@@ -162,10 +174,16 @@ async def dedupe_documents(
         use_index=body.use_index,
         ef_search=body.ef_search or resources.settings.search_ef_search_default,
     )
-    outcome = await dedupe(
-        resources.sessions,
-        tenant_id=caller.tenant_id,
-        model_id=resources.embedder.model_id,
-        request=request,
-    )
-    return DedupeOut.of(outcome)
+
+    async def run(sessions: SessionMaker) -> DedupeOutcome:
+        return await dedupe(
+            sessions,
+            tenant_id=caller.tenant_id,
+            model_id=resources.embedder.model_id,
+            request=request,
+        )
+
+    # A preview may read a replica; a merge reads and deletes on the primary.
+    if body.dry_run:
+        return DedupeOut.of(await resources.read(run, consistency=consistency))
+    return DedupeOut.of(await run(resources.sessions))

@@ -24,7 +24,11 @@ def async_url(url: str) -> str:
 
 
 def create_engine(
-    url: str, *, pool_size: int = 10, statement_timeout_seconds: float = 0
+    url: str,
+    *,
+    pool_size: int = 10,
+    statement_timeout_seconds: float = 0,
+    connect_timeout_seconds: float = 5,
 ) -> AsyncEngine:
     """`statement_timeout_seconds` > 0 cancels any statement running longer (SQLSTATE 57014)."""
     server_settings = {"application_name": "rag-service"}
@@ -36,7 +40,7 @@ def create_engine(
         max_overflow=pool_size,
         pool_pre_ping=True,
         pool_recycle=1800,
-        connect_args={"server_settings": server_settings, "timeout": 5},
+        connect_args={"server_settings": server_settings, "timeout": connect_timeout_seconds},
     )
     event.listen(engine.sync_engine, "connect", _binary_vectors)
     return engine

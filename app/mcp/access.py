@@ -26,6 +26,7 @@ from mcp.server.mcpserver.exceptions import ResourceError, ResourceNotFoundError
 from pydantic import ValidationError
 
 from app.auth import SCOPE_SEARCH
+from app.db.replicas import ReadConsistency
 from app.errors import AppError, NotFound, Unauthenticated
 from app.gate import Caller, authorize, spend
 from app.ratelimit import Decision, raise_if_denied
@@ -41,6 +42,8 @@ class ToolAccess:
     caller: Caller
     resources: Resources
     on_decision: Callable[[Decision], None] | None = None  # HTTP: rate-limit headers
+    # HTTP: the X-Read-Consistency header of the /mcp request; a tool's argument overrides it
+    consistency: ReadConsistency = ReadConsistency.REPLICA
 
 
 @contextmanager
@@ -66,7 +69,7 @@ async def admitted() -> ToolAccess:
     if access.on_decision is not None:
         access.on_decision(decision)
     raise_if_denied(decision)
-    return ToolAccess(caller, resources, access.on_decision)
+    return ToolAccess(caller, resources, access.on_decision, access.consistency)
 
 
 def tool_errors(fn: Callable[P, Awaitable[R]]) -> Callable[P, Awaitable[R]]:

@@ -15,7 +15,8 @@ from pydantic import Field
 
 from app.api.search_models import CollectionName, Filters, QueryText, SearchIn, to_filters
 from app.citations import DEFAULT_MAX_TOKENS, CitationStyle
-from app.mcp.access import admitted, tool_errors
+from app.db.replicas import ReadConsistency
+from app.mcp.access import ToolAccess, admitted, tool_errors
 from app.mcp.models import (
     ContextReply,
     Duplicates,
@@ -24,7 +25,6 @@ from app.mcp.models import (
     SimilarItems,
     SimilarResults,
 )
-from app.resources import Resources
 from app.retrieval import (
     SearchFilters,
     SearchMode,
@@ -47,25 +47,45 @@ Collections = Annotated[
     list[CollectionName] | None,
     Field(max_length=100, description="Only these collections (default: all)."),
 ]
+Consistency = Annotated[
+    ReadConsistency | None,
+    Field(
+        description="'primary' to see documents ingested a moment ago; by default a read "
+        "replica may answer, a few seconds behind."
+    ),
+]
 
 
-async def _search(resources: Resources, tenant_id: str, request: SearchRequest) -> SearchOutcome:
+def _consistency(access: ToolAccess, asked: ReadConsistency | None) -> ReadConsistency:
+    """The tool's argument, else what the request asked (/mcp's X-Read-Consistency)."""
+    return asked or access.consistency
+
+
+async def _search(
+    access: ToolAccess, request: SearchRequest, consistency: ReadConsistency | None
+) -> SearchOutcome:
+    resources, tenant_id = access.resources, access.caller.tenant_id
     resources.usage.record(tenant_id, "searches")
-    return await search(
-        resources.sessions,
-        resources.embedder,
-        tenant_id=tenant_id,
-        request=request,
-        access=resources.access,
+    return await resources.read(
+        lambda sessions: search(
+            sessions,
+            resources.embedder,
+            tenant_id=tenant_id,
+            request=request,
+            access=resources.access,
+        ),
+        consistency=_consistency(access, consistency),
     )
 
 
 @tool_errors
-async def search_similar(query: Query, limit: Limit = 5) -> SimilarResults:
+async def search_similar(
+    query: Query, limit: Limit = 5, read_consistency: Consistency = None
+) -> SimilarResults:
     access = await admitted()
     res = access.resources
     request = search_request(res.settings, res.embedder.model_id, query=query, top_k=limit)
-    return SimilarResults.of(await _search(res, access.caller.tenant_id, request))
+    return SimilarResults.of(await _search(access, request, read_consistency))
 
 
 @tool_errors
@@ -75,13 +95,14 @@ async def semantic_search(
     threshold: Annotated[
         float, Field(ge=0.0, le=1.0, description="Minimum similarity (see the description).")
     ] = 0.7,
+    read_consistency: Consistency = None,
 ) -> SimilarResults:
     access = await admitted()
     res = access.resources
     request = search_request(
         res.settings, res.embedder.model_id, query=query, top_k=limit, threshold=threshold
     )
-    return SimilarResults.of(await _search(res, access.caller.tenant_id, request))
+    return SimilarResults.of(await _search(access, request, read_consistency))
 
 
 @tool_errors
@@ -96,6 +117,7 @@ async def search_chunks(
         Filters | None,
         Field(description="Metadata conditions, source types and document ids to keep."),
     ] = None,
+    read_consistency: Consistency = None,
 ) -> SearchResults:
     access = await admitted()
     res = access.resources
@@ -114,7 +136,7 @@ async def search_chunks(
         top_k=body.max_results,
         filters=to_filters(body),
     )
-    return SearchResults.of(await _search(res, access.caller.tenant_id, request))
+    return SearchResults.of(await _search(access, request, read_consistency))
 
 
 @tool_errors
@@ -138,6 +160,7 @@ async def get_context(
     ] = DEFAULT_MAX_TOKENS,
     max_results: Limit = 5,
     collections: Collections = None,
+    read_consistency: Consistency = None,
 ) -> ContextReply:
     access = await admitted()
     res = access.resources
@@ -149,15 +172,18 @@ async def get_context(
         filters=SearchFilters(collections=collections),
     )
     res.usage.record(access.caller.tenant_id, "searches")
-    outcome = await retrieve_context(
-        res.sessions,
-        res.embedder,
-        res.token_counter,
-        tenant_id=access.caller.tenant_id,
-        request=request,
-        style=style,
-        max_tokens=max_tokens,
-        access=res.access,
+    outcome = await res.read(
+        lambda sessions: retrieve_context(
+            sessions,
+            res.embedder,
+            res.token_counter,
+            tenant_id=access.caller.tenant_id,
+            request=request,
+            style=style,
+            max_tokens=max_tokens,
+            access=res.access,
+        ),
+        consistency=_consistency(access, read_consistency),
     )
     return ContextReply.of(outcome)
 
@@ -173,6 +199,7 @@ async def find_similar(
         SearchScope,
         Field(description="current (the item's collection), shared (plus 'shared') or all."),
     ] = SearchScope.CURRENT,
+    read_consistency: Consistency = None,
 ) -> SimilarItems:
     access = await admitted()
     res = access.resources
@@ -183,12 +210,16 @@ async def find_similar(
         ef_search=res.settings.search_ef_search_default,
         candidates=res.settings.search_candidates,
     )
-    outcome = await similar_to_item(
-        res.sessions,
-        tenant_id=access.caller.tenant_id,
-        item_id=id,
-        request=request,
-        access=res.access,
+    outcome = await res.read(
+        lambda sessions: similar_to_item(
+            sessions,
+            tenant_id=access.caller.tenant_id,
+            item_id=id,
+            request=request,
+            access=res.access,
+        ),
+        consistency=_consistency(access, read_consistency),
+        recheck_missing=True,
     )
     return SimilarItems.of(outcome)
 
@@ -202,6 +233,7 @@ async def find_duplicates(
         int, Field(ge=1, le=MAX_LIMIT, description="How many documents to examine.")
     ] = 1_000,
     collections: Collections = None,
+    read_consistency: Consistency = None,
 ) -> Duplicates:
     access = await admitted()
     res = access.resources
@@ -211,10 +243,13 @@ async def find_duplicates(
         collections=collections,
         ef_search=res.settings.search_ef_search_default,
     )
-    outcome = await find_groups(
-        res.sessions,
-        tenant_id=access.caller.tenant_id,
-        model_id=res.embedder.model_id,
-        request=request,
+    outcome = await res.read(
+        lambda sessions: find_groups(
+            sessions,
+            tenant_id=access.caller.tenant_id,
+            model_id=res.embedder.model_id,
+            request=request,
+        ),
+        consistency=_consistency(access, read_consistency),
     )
     return Duplicates.of(outcome)

@@ -16,14 +16,13 @@ import pytest
 import uvicorn
 from pydantic import SecretStr
 
-from app.db.embedded import OWNER_ROLE, bootstrap, drop_database, with_database, with_user
+from app.db.embedded import drop_database
 from app.db.engine import create_engine, create_sessionmaker
-from app.db.migrate import migrate
 from app.db.tenancy import registry_transaction
 from app.main import create_app
 from app.settings import Settings
 from app.tenants import create_tenant
-from tests.conftest import APP_PASSWORD, APP_ROLE, DIMENSIONS, OWNER_PASSWORD, DatabaseUrls
+from tests.conftest import DIMENSIONS, DatabaseUrls, fresh_database
 from tests.conftest import token_for as _token_for
 from tests.fakes import WordHashEmbedder
 
@@ -61,17 +60,6 @@ async def _register(app_url: str, tenant_id: str, tier: str) -> None:
             await create_tenant(session, tenant_id, tier=tier)
     finally:
         await engine.dispose()
-
-
-async def _fresh_database(database: DatabaseUrls, name: str) -> str:
-    owner_url = with_user(with_database(database.superuser_url, name), OWNER_ROLE, OWNER_PASSWORD)
-    app_url = with_user(with_database(database.superuser_url, name), APP_ROLE, APP_PASSWORD)
-    await drop_database(database.superuser_url, name)
-    await bootstrap(
-        database.superuser_url, database=name, owner=OWNER_ROLE, owner_password=OWNER_PASSWORD
-    )
-    await migrate(owner_url, embedding_dimensions=DIMENSIONS, app_role=APP_ROLE, app_url=app_url)
-    return app_url
 
 
 @dataclass(slots=True)
@@ -112,7 +100,7 @@ def serve_in_thread(settings: Settings) -> ThreadedServer:
 @pytest.fixture(scope="session")
 def live(database: DatabaseUrls, settings: Settings) -> Iterator[LiveService]:
     name = f"rag_client_{os.getpid()}"
-    app_url = asyncio.run(_fresh_database(database, name))
+    app_url = asyncio.run(fresh_database(database, name))
     tiers = {**settings.rate_limit_tiers, TINY_TIER: 2}
     served = settings.model_copy(
         update={

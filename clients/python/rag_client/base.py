@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import TypeVar
+from typing import Literal, TypeVar
 
 import httpx
 
@@ -15,12 +15,19 @@ T = TypeVar("T")
 DEFAULT_TIMEOUT = 30.0
 
 
-def headers(token: str | None, tenant: str | None) -> dict[str, str]:
+ReadConsistency = Literal["replica", "primary"]
+
+
+def headers(
+    token: str | None, tenant: str | None, read_consistency: ReadConsistency | None = None
+) -> dict[str, str]:
     found = {"User-Agent": f"rag-service-client/{__version__}", "Accept": "application/json"}
     if token:
         found["Authorization"] = f"Bearer {token}"
     if tenant:
         found["X-Tenant-ID"] = tenant
+    if read_consistency:
+        found["X-Read-Consistency"] = read_consistency
     return found
 
 

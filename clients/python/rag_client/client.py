@@ -13,7 +13,14 @@ import httpx
 
 from rag_client import calls
 from rag_client.admin_models import AuditPage, Tenant, TenantPage, TenantStats
-from rag_client.base import DEFAULT_TIMEOUT, headers, outcome, retry_policy, transport_error
+from rag_client.base import (
+    DEFAULT_TIMEOUT,
+    ReadConsistency,
+    headers,
+    outcome,
+    retry_policy,
+    transport_error,
+)
 from rag_client.calls import job_submission
 from rag_client.errors import ProblemError
 from rag_client.job_models import Job, JobAccepted, JobPage, JobStatus
@@ -36,7 +43,9 @@ class RagClient:
     """A client for one service and one token (`tenant` acts for another tenant: admins only).
 
     `retries` retries 429 and 503 replies after their `Retry-After` (an int: that many
-    retries); `http` lets you bring your own configured `httpx.Client`.
+    retries); `read_consistency="primary"` makes searches read the primary database, so they
+    see what this client has just ingested (by default a read replica may answer, a few seconds
+    behind); `http` lets you bring your own configured `httpx.Client`.
     """
 
     def __init__(
@@ -48,10 +57,11 @@ class RagClient:
         timeout: float | httpx.Timeout = DEFAULT_TIMEOUT,
         retries: Retry | int | None = None,
         http: httpx.Client | None = None,
+        read_consistency: ReadConsistency | None = None,
     ) -> None:
         self._http = http or httpx.Client(base_url=base_url, timeout=timeout)
         self._http.base_url = httpx.URL(base_url)
-        self._http.headers.update(headers(token, tenant))
+        self._http.headers.update(headers(token, tenant, read_consistency))
         self._retry = retry_policy(retries)
         self._owns_http = http is None  # a client you bring stays yours to close
 

@@ -1,0 +1,51 @@
+"""What kind of database failure an exception is: the server cannot be reached, or (on a
+replica) it gave up a statement for a reason another server would not have."""
+
+from __future__ import annotations
+
+import asyncpg
+from sqlalchemy import exc as sa_exc
+
+_CONNECTION_ERRORS = (
+    OSError,
+    asyncpg.PostgresConnectionError,
+    asyncpg.InterfaceError,
+    asyncpg.CannotConnectNowError,
+)
+# A standby ends statements and sessions on its own: shutting down or restarting (57P01-57P03),
+# the database dropped under it (57P04), a conflict with WAL replay (40001 "canceling statement
+# due to conflict with recovery", 40P01 for a buffer-pin deadlock). Reads do nothing else that
+# raises these, so on a replica they say "try the primary", never "your request is wrong".
+REPLICA_GAVE_UP = frozenset({"57P01", "57P02", "57P03", "57P04", "40001", "40P01"})
+
+
+def is_unreachable(exc: BaseException) -> bool:
+    """The database cannot be reached (as opposed to a bug in a query)."""
+    if isinstance(exc, OSError | sa_exc.TimeoutError):
+        return True
+    if isinstance(exc, sa_exc.DBAPIError):
+        cause = getattr(exc.orig, "__cause__", None)
+        return (
+            exc.connection_invalidated
+            or isinstance(exc.orig, _CONNECTION_ERRORS)
+            or isinstance(cause, _CONNECTION_ERRORS)
+        )
+    return False
+
+
+def sqlstate(exc: BaseException) -> str | None:
+    """The SQLSTATE of a database error, wrapped by SQLAlchemy or not."""
+    for candidate in (exc, getattr(exc, "orig", None), getattr(exc, "__cause__", None)):
+        code = getattr(candidate, "sqlstate", None)
+        if isinstance(code, str):
+            return code
+        cause = getattr(candidate, "__cause__", None)
+        code = getattr(cause, "sqlstate", None)
+        if isinstance(code, str):
+            return code
+    return None
+
+
+def is_replica_failure(exc: BaseException) -> bool:
+    """A replica failed the read: the same read on the primary should succeed."""
+    return is_unreachable(exc) or sqlstate(exc) in REPLICA_GAVE_UP
