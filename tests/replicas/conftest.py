@@ -37,6 +37,7 @@ from tests.processes import free_port
 from tests.standby import Standby, running_standby, wait_until_replaying
 
 CATCH_UP_SECONDS = 20
+WAIT_SECONDS = 15
 
 
 @dataclass(frozen=True, slots=True)
@@ -130,19 +131,28 @@ class ReplicatedApp:
             await asyncio.sleep(0.05)
 
 
+async def wait_for(check: Callable[[], bool]) -> None:
+    """Until `check()` is true (polled every 50 ms); fails the test after WAIT_SECONDS."""
+    deadline = time.monotonic() + WAIT_SECONDS
+    while not check():
+        assert time.monotonic() < deadline, "condition not met in time"
+        await asyncio.sleep(0.05)
+
+
 AppFactory = Callable[..., AbstractAsyncContextManager[ReplicatedApp]]
 
 
 @pytest.fixture
 def replicated_app(settings: Settings, replicated: Replicated, standby: Standby) -> AppFactory:
     """`async with replicated_app(max_lag=…, check_seconds=…) as app`: the service with the
-    standby as its replica, a fresh enterprise tenant (no rate limit in the way) and a token."""
+    standby as its replica (or `replica_url`), a fresh enterprise tenant (no rate limit in the
+    way) and a token."""
 
     @asynccontextmanager
     async def started(
-        *, max_lag: float = 5.0, check_seconds: float = 0.2
+        *, max_lag: float = 5.0, check_seconds: float = 0.2, replica_url: str | None = None
     ) -> AsyncIterator[ReplicatedApp]:
-        replica_url = standby.url(
+        replica_url = replica_url or standby.url(
             user=APP_ROLE, database=replicated.database, password=APP_PASSWORD
         )
         configured = mcp_settings(

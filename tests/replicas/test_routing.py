@@ -7,26 +7,15 @@ standby (pg_stat_activity there), and, with WAL replay paused, answers only the 
 from __future__ import annotations
 
 import asyncio
-import time
-from collections.abc import Callable
 
 from httpx import ASGITransport, AsyncClient
 from rag_client import AsyncRagClient
 
 from tests.mcp.conftest import rpc
-from tests.replicas.conftest import AppFactory, ReplicatedApp
+from tests.replicas.conftest import AppFactory, ReplicatedApp, wait_for
 from tests.standby import Standby
 
 PRIMARY = {"X-Read-Consistency": "primary"}
-WAIT_SECONDS = 15
-
-
-async def wait_for(check: Callable[[], bool]) -> None:
-    """Until `check()` is true (polled every 50 ms); fails the test after WAIT_SECONDS."""
-    deadline = time.monotonic() + WAIT_SECONDS
-    while not check():
-        assert time.monotonic() < deadline, "condition not met in time"
-        await asyncio.sleep(0.05)
 
 
 async def test_reads_are_served_by_the_replica_and_writes_by_the_primary(
