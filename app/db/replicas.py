@@ -67,8 +67,11 @@ class ReplicaStatus:
 
 
 class Replica:
-    def __init__(self, name: str, location: str, engine: AsyncEngine) -> None:
-        self.name, self.location, self.engine = name, location, engine
+    """`engine` serves the reads; `probe`, a connection of its own, the checks (so a replica
+    whose pool is busy with reads is not taken for one that does not answer)."""
+
+    def __init__(self, name: str, location: str, engine: AsyncEngine, probe: AsyncEngine) -> None:
+        self.name, self.location, self.engine, self.probe = name, location, engine, probe
         self.sessions = create_sessionmaker(engine)
         self.state = ReplicaState()
         self.in_flight = self.served = self.failed_reads = 0
@@ -181,7 +184,7 @@ class ReplicaSet:
         try:
             async with (
                 asyncio.timeout(self.check_timeout_seconds),
-                replica.engine.connect() as conn,
+                replica.probe.connect() as conn,
             ):
                 state = await standby_state(conn)
         except Exception as error:  # any failure is a verdict: skip it until it answers
@@ -218,6 +221,7 @@ class ReplicaSet:
     async def aclose(self) -> None:
         for replica in self.replicas:
             await replica.engine.dispose()
+            await replica.probe.dispose()
 
 
 def location(url: str) -> str:
@@ -229,19 +233,20 @@ def location(url: str) -> str:
 
 
 def build_replicas(settings: Settings) -> ReplicaSet:
-    replicas = [
-        Replica(
-            f"replica-{number}",
-            location(url.get_secret_value()),
-            create_engine(
-                url.get_secret_value(),
-                pool_size=settings.db_pool_size,
-                statement_timeout_seconds=settings.db_statement_timeout_seconds,
-                connect_timeout_seconds=settings.replica_connect_timeout_seconds,
-            ),
+    timeout = settings.replica_connect_timeout_seconds
+    replicas = []
+    for number, secret in enumerate(settings.database_replica_urls, start=1):
+        url = secret.get_secret_value()
+        engine = create_engine(
+            url,
+            pool_size=settings.db_pool_size,
+            statement_timeout_seconds=settings.db_statement_timeout_seconds,
+            connect_timeout_seconds=timeout,
         )
-        for number, url in enumerate(settings.database_replica_urls, start=1)
-    ]
+        probe = create_engine(
+            url, pool_size=1, statement_timeout_seconds=timeout, connect_timeout_seconds=timeout
+        )
+        replicas.append(Replica(f"replica-{number}", location(url), engine, probe))
     return ReplicaSet(
         replicas,
         max_lag_seconds=settings.replica_max_lag_seconds,

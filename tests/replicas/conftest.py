@@ -144,13 +144,17 @@ AppFactory = Callable[..., AbstractAsyncContextManager[ReplicatedApp]]
 
 @pytest.fixture
 def replicated_app(settings: Settings, replicated: Replicated, standby: Standby) -> AppFactory:
-    """`async with replicated_app(max_lag=…, check_seconds=…) as app`: the service with the
-    standby as its replica (or `replica_url`), a fresh enterprise tenant (no rate limit in the
-    way) and a token."""
+    """`async with replicated_app(max_lag=…, check_seconds=…, **settings) as app`: the service
+    with the standby as its replica (or `replica_url`), a fresh enterprise tenant (no rate
+    limit in the way) and a token."""
 
     @asynccontextmanager
     async def started(
-        *, max_lag: float = 5.0, check_seconds: float = 0.2, replica_url: str | None = None
+        *,
+        max_lag: float = 5.0,
+        check_seconds: float = 0.2,
+        replica_url: str | None = None,
+        **overrides: object,
     ) -> AsyncIterator[ReplicatedApp]:
         replica_url = replica_url or standby.url(
             user=APP_ROLE, database=replicated.database, password=APP_PASSWORD
@@ -162,8 +166,14 @@ def replicated_app(settings: Settings, replicated: Replicated, standby: Standby)
                 "database_replica_urls": [SecretStr(replica_url)],
                 "replica_max_lag_seconds": max_lag,
                 "replica_check_seconds": check_seconds,
-                "replica_connect_timeout_seconds": 1.0,
+                # generous: on a loaded machine a slow check must not take a replica out
+                # (a stopped one fails at once: connection refused)
+                "replica_connect_timeout_seconds": 5.0,
                 "tenant_cache_seconds": 0.0,
+                # no background commits: the tests decide when the primary writes
+                "usage_flush_seconds": 3600.0,
+                "access_flush_seconds": 3600.0,
+                **overrides,
             },
         )
         app = create_app(configured, embedder=WordHashEmbedder())
