@@ -96,7 +96,7 @@ from app.settings import Settings
 
 TOP_K = 10
 DESIGN_NDCG = {"vector": 0.300, "keyword": 0.307, "hybrid": 0.329}
-CLASSES = ("50%", "10%", "0.1%")
+CLASSES = ("50%", "10%", "1%", "0.1%")
 
 
 class StubEmbedder:
@@ -376,14 +376,17 @@ class Loaded:
 
 
 def tenant_layout(size: int) -> list[TenantSlice]:
-    """One tenant with 50% of the rows, four with 10%, the rest in tenants of 0.1%."""
+    """One tenant with 50% of the rows, four with 10%, five with 1%, the rest in tenants of
+    0.1%."""
     prefix = f"s{size}"
     small = max(1, size // 1000)
     mid = size // 10
-    n_small = (size - size // 2 - 4 * mid) // small
-    big = size - 4 * mid - n_small * small
+    one = max(1, size // 100)
+    n_small = (size - size // 2 - 4 * mid - 5 * one) // small
+    big = size - 4 * mid - 5 * one - n_small * small
     counts = [(f"{prefix}-big", "50%", big)]
     counts += [(f"{prefix}-mid-{i}", "10%", mid) for i in range(4)]
+    counts += [(f"{prefix}-one-{i}", "1%", one) for i in range(5)]
     counts += [(f"{prefix}-small-{i:03d}", "0.1%", small) for i in range(n_small)]
     slices, start = [], 0
     for tenant_id, size_class, count in counts:
