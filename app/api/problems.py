@@ -95,7 +95,11 @@ async def _http_error(_request: Request, exc: Exception) -> JSONResponse:
 
 
 def _is_cancelled(exc: Exception) -> bool:
-    """A statement PostgreSQL cancelled: past `statement_timeout` (SQLSTATE 57014)."""
+    """A statement PostgreSQL cancelled: past `statement_timeout` (SQLSTATE 57014). Raised
+    by the driver itself on the direct search path (app/db/scoped.py), else wrapped by
+    SQLAlchemy."""
+    if isinstance(exc, asyncpg.QueryCanceledError):
+        return True
     if not isinstance(exc, sa_exc.DBAPIError):
         return False
     cause = getattr(exc.orig, "__cause__", None)
@@ -141,6 +145,12 @@ def install_error_handlers(app: FastAPI) -> None:
     app.add_exception_handler(AppError, _app_error)
     app.add_exception_handler(RequestValidationError, _validation_error)
     app.add_exception_handler(StarletteHTTPException, _http_error)
-    for database_error in (OSError, sa_exc.DBAPIError, sa_exc.TimeoutError):
+    for database_error in (
+        OSError,
+        sa_exc.DBAPIError,
+        sa_exc.TimeoutError,
+        asyncpg.PostgresError,
+        asyncpg.InterfaceError,
+    ):
         app.add_exception_handler(database_error, _database_error)
     app.add_exception_handler(Exception, _unexpected)

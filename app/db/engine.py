@@ -38,7 +38,9 @@ def create_engine(
         async_url(url),
         pool_size=pool_size,
         max_overflow=pool_size,
-        pool_pre_ping=True,
+        # No ping at checkout (a round trip on every request): a connection that died in
+        # the pool fails at BEGIN and the transaction is opened again (tenancy.py, scoped.py).
+        pool_pre_ping=False,
         pool_recycle=1800,
         connect_args={"server_settings": server_settings, "timeout": connect_timeout_seconds},
     )

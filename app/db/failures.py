@@ -6,11 +6,14 @@ from __future__ import annotations
 import asyncpg
 from sqlalchemy import exc as sa_exc
 
-_CONNECTION_ERRORS = (
+# What a lost or refused connection raises: wrapped by SQLAlchemy on the ORM path, raised by
+# the driver itself on the direct search path (app/db/scoped.py).
+CONNECTION_ERRORS = (
     OSError,
     asyncpg.PostgresConnectionError,
     asyncpg.InterfaceError,
     asyncpg.CannotConnectNowError,
+    asyncpg.AdminShutdownError,
 )
 # A standby ends statements and sessions on its own: shutting down or restarting (57P01-57P03),
 # the database dropped under it (57P04), a conflict with WAL replay (40001 "canceling statement
@@ -21,14 +24,14 @@ REPLICA_GAVE_UP = frozenset({"57P01", "57P02", "57P03", "57P04", "40001", "40P01
 
 def is_unreachable(exc: BaseException) -> bool:
     """The database cannot be reached (as opposed to a bug in a query)."""
-    if isinstance(exc, OSError | sa_exc.TimeoutError):
+    if isinstance(exc, (sa_exc.TimeoutError, *CONNECTION_ERRORS)):
         return True
     if isinstance(exc, sa_exc.DBAPIError):
         cause = getattr(exc.orig, "__cause__", None)
         return (
             exc.connection_invalidated
-            or isinstance(exc.orig, _CONNECTION_ERRORS)
-            or isinstance(cause, _CONNECTION_ERRORS)
+            or isinstance(exc.orig, CONNECTION_ERRORS)
+            or isinstance(cause, CONNECTION_ERRORS)
         )
     return False
 

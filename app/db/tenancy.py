@@ -11,8 +11,10 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
+from typing import Any
 
 from sqlalchemy import Connection, event, text
+from sqlalchemy.exc import DBAPIError
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from sqlalchemy.orm import Session, SessionTransaction
 
@@ -41,12 +43,45 @@ async def tenant_transaction(
     """One transaction scoped to `tenant_id`, with optional transaction-local `settings`
     (e.g. `hnsw.ef_search`); commits on success, rolls back on error."""
     info = {"tenant_id": tenant_id, "settings": dict(settings or {})}
-    async with sessions(info=info) as session, session.begin():
+    async with _transaction(sessions, info) as session:
         yield session
 
 
 @asynccontextmanager
 async def registry_transaction(sessions: SessionMaker) -> AsyncIterator[AsyncSession]:
     """A transaction with no tenant: it sees the tenant registry and no tenant-owned row."""
-    async with sessions() as session, session.begin():
+    async with _transaction(sessions, {}) as session:
         yield session
+
+
+@asynccontextmanager
+async def _transaction(sessions: SessionMaker, info: dict[str, Any]) -> AsyncIterator[AsyncSession]:
+    session = await _begun(sessions, info)
+    try:
+        yield session
+        await session.commit()
+    except BaseException:
+        await session.rollback()
+        raise
+    finally:
+        await session.close()
+
+
+async def _begun(sessions: SessionMaker, info: dict[str, Any]) -> AsyncSession:
+    """A session whose transaction is open (BEGIN and the settings sent). The pool does not
+    ping connections before handing them out (a round trip on every request): one that died
+    meanwhile fails here, before any statement of the caller ran, SQLAlchemy drops the pool's
+    connections of that age, and the transaction is opened once more on a new one."""
+    for attempt in (1, 2):
+        session = sessions(info=info)
+        try:
+            connection = await session.connection()
+            if not info:  # nothing for the settings hook to send: check the connection
+                await connection.execute(text("select 1"))
+        except DBAPIError as error:
+            await session.close()
+            if attempt == 2 or not error.connection_invalidated:
+                raise
+            continue
+        return session
+    raise AssertionError("unreachable")

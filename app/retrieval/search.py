@@ -24,17 +24,21 @@ candidates by maximal marginal relevance (diversity.py).
 
 from __future__ import annotations
 
+import functools
 import time
 import uuid
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
-from sqlalchemy import ColumnElement, Row, func, literal, select
+import asyncpg
+from sqlalchemy import ColumnElement, Float, Integer, bindparam, func, literal, select
+from sqlalchemy.dialects.postgresql.asyncpg import dialect as asyncpg_dialect
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.db.models import Chunk, Collection, Document
+from app.db.scoped import scoped_connection
 from app.db.tenancy import SessionMaker, tenant_transaction
 from app.embeddings import Embedder
 from app.retrieval.access import AccessCounter
@@ -111,27 +115,30 @@ async def search(
     started = time.perf_counter()
     vector = await embedder.embed_query(request.query)
     embedded = time.perf_counter()
-    async with tenant_transaction(
-        sessions, tenant_id, settings=_index_settings(request)
-    ) as session:
-        where = _where(tenant_id, embedder.model_id, request)
-        if request.diversity:
-            hits, total = await _diverse_hits(session, vector, where, request, tenant_id)
-        elif request.mode is SearchMode.VECTOR:
-            hits, total = await _nearest_hits(session, vector, where, request)
-        else:
-            scored = await _ranked(session, vector, where, request, tenant_id)
-            hits, total = await _hits(session, vector, scored[: request.top_k]), len(scored)
-        shortfall = await explain_shortfall(
-            session,
-            tenant_scope=_tenant_scope(tenant_id, embedder.model_id),
-            filters=conditions(request.filters),
-            returned=len(hits),
-            top_k=request.top_k,
-            threshold=request.threshold,
-            keyword=request.mode is SearchMode.KEYWORD,
-            hybrid=request.mode is SearchMode.HYBRID,
-        )
+    if _direct(request):
+        async with scoped_connection(
+            sessions, tenant_id, settings=_index_settings(request)
+        ) as connection:
+            hits, total = await _nearest_hits_direct(
+                connection, vector, tenant_id, embedder.model_id, request
+            )
+        shortfall = None
+        if len(hits) < request.top_k:  # rare: explained in a transaction of its own
+            async with tenant_transaction(sessions, tenant_id) as session:
+                shortfall = await _shortfall(session, tenant_id, embedder.model_id, request, hits)
+    else:
+        async with tenant_transaction(
+            sessions, tenant_id, settings=_index_settings(request)
+        ) as session:
+            where = _where(tenant_id, embedder.model_id, request)
+            if request.diversity:
+                hits, total = await _diverse_hits(session, vector, where, request, tenant_id)
+            elif request.mode is SearchMode.VECTOR:
+                hits, total = await _nearest_hits(session, vector, where, request)
+            else:
+                scored = await _ranked(session, vector, where, request, tenant_id)
+                hits, total = await _hits(session, vector, scored[: request.top_k]), len(scored)
+            shortfall = await _shortfall(session, tenant_id, embedder.model_id, request, hits)
     done = time.perf_counter()
     timings = {
         "embed": round((embedded - started) * 1000, 3),
@@ -141,6 +148,32 @@ async def search(
     if access is not None:
         access.record(tenant_id, [hit.document_id for hit in hits])
     return SearchOutcome(hits, total, embedder.model_id, timings, shortfall)
+
+
+def _direct(request: SearchRequest) -> bool:
+    """Vector mode with no filters and no diversity, the commonest request, skips the ORM
+    session: one statement on the driver connection (`scoped_connection`, three round trips
+    in all). Filters are compiled per request by SQLAlchemy and go the session's way."""
+    return (
+        request.mode is SearchMode.VECTOR
+        and not request.diversity
+        and not conditions(request.filters)
+    )
+
+
+async def _shortfall(
+    session: AsyncSession, tenant_id: str, model: str, request: SearchRequest, hits: list[Hit]
+) -> Shortfall | None:
+    return await explain_shortfall(
+        session,
+        tenant_scope=_tenant_scope(tenant_id, model),
+        filters=conditions(request.filters),
+        returned=len(hits),
+        top_k=request.top_k,
+        threshold=request.threshold,
+        keyword=request.mode is SearchMode.KEYWORD,
+        hybrid=request.mode is SearchMode.HYBRID,
+    )
 
 
 async def _diverse_hits(
@@ -245,23 +278,27 @@ async def _both_scores(
 
 
 def _candidates(
-    vector: list[float], where: Sequence[ColumnElement[bool]], request: SearchRequest
+    vector: Any,
+    where: Sequence[ColumnElement[bool]],
+    fetch: Any,
+    threshold: Any | None,
 ) -> Any:
-    """The nearest rows by the HNSW index, materialized, then the threshold: a threshold in
-    the index scan's own WHERE would make the planner give up the index."""
+    """The nearest `fetch` rows by the HNSW index, materialized, then the threshold: a
+    threshold in the index scan's own WHERE would make the planner give up the index. The
+    values may be bound parameters (the direct path compiles the statement once)."""
     distance = Chunk.embedding.cosine_distance(vector)
     nearest = (
         select(Chunk.id.label("id"), distance.label("distance"))
         .where(*where)
         .order_by(distance)
-        .limit(_fetch(request))
+        .limit(fetch)
         .cte("nearest")
         .prefix_with("MATERIALIZED")
     )
     similarity = (literal(1.0) - nearest.c.distance).label("similarity")
     passed = select(nearest.c.id, nearest.c.distance, similarity)
-    if request.threshold is not None:
-        passed = passed.where(similarity >= request.threshold)
+    if threshold is not None:
+        passed = passed.where(similarity >= threshold)
     return passed
 
 
@@ -271,7 +308,7 @@ async def _nearest(
     where: Sequence[ColumnElement[bool]],
     request: SearchRequest,
 ) -> list[tuple[uuid.UUID, float]]:
-    passed = _candidates(vector, where, request).subquery()
+    passed = _candidates(vector, where, _fetch(request), request.threshold).subquery()
     stmt = select(passed.c.id, passed.c.similarity).order_by(passed.c.distance, passed.c.id)
     return [(row.id, float(row.similarity)) for row in await session.execute(stmt)]
 
@@ -295,22 +332,82 @@ async def _nearest_hits(
 ) -> tuple[list[Hit], int]:
     """Vector mode in one statement: candidates, threshold, the best `top_k` with their
     sources, and how many passed (a window count over the candidates)."""
-    passed = _candidates(vector, where, request).subquery()
+    stmt = _nearest_statement(vector, where, _fetch(request), request.threshold, request.top_k)
+    rows = [row._mapping for row in await session.execute(stmt)]
+    return _ranked_hits(rows)
+
+
+def _nearest_statement(
+    vector: Any, where: Sequence[ColumnElement[bool]], fetch: Any, threshold: Any, top_k: Any
+) -> Any:
+    passed = _candidates(vector, where, fetch, threshold).subquery()
     best = (
         select(passed.c.id, passed.c.similarity, func.count().over().label("passed"))
         .order_by(passed.c.distance, passed.c.id)
-        .limit(request.top_k)
+        .limit(top_k)
         .cte("best")
         .prefix_with("MATERIALIZED")
     )
-    stmt = _with_sources(
+    return _with_sources(
         select(best.c.passed, best.c.similarity, *SOURCE_COLUMNS).join_from(
             best, Chunk, Chunk.id == best.c.id
         )
     )
-    rows = (await session.execute(stmt)).all()
-    hits = [_hit(row, score=float(row.similarity)) for row in rows]
-    return _ordered(hits), (rows[0].passed if rows else 0)
+
+
+def _ranked_hits(rows: Sequence[Mapping[Any, Any]]) -> tuple[list[Hit], int]:
+    hits = [_hit(row, score=float(row["similarity"])) for row in rows]
+    return _ordered(hits), (rows[0]["passed"] if rows else 0)
+
+
+@dataclass(frozen=True, slots=True)
+class _Compiled:
+    sql: str
+    names: tuple[str, ...]  # the positional parameters' names, in order
+    defaults: dict[str, Any]  # the values compiled in (constants such as the 1.0 of 1 - d)
+    columns: tuple[str, ...]  # the result columns' keys, in order
+
+
+@functools.cache
+def _compiled_nearest(with_threshold: bool) -> _Compiled:
+    """The vector statement with named parameters, compiled once for asyncpg."""
+    where = [Chunk.tenant_id == bindparam("tenant"), Chunk.embedding_model == bindparam("model")]
+    stmt = _nearest_statement(
+        bindparam("vector", type_=Chunk.embedding.type),
+        where,
+        bindparam("fetch", type_=Integer),
+        bindparam("threshold", type_=Float) if with_threshold else None,
+        bindparam("top_k", type_=Integer),
+    )
+    compiled = stmt.compile(dialect=asyncpg_dialect())  # type: ignore[no-untyped-call]
+    return _Compiled(
+        sql=compiled.string,
+        names=tuple(compiled.positiontup or ()),
+        defaults=dict(compiled.params),
+        columns=tuple(stmt.selected_columns.keys()),
+    )
+
+
+async def _nearest_hits_direct(
+    connection: asyncpg.Connection[Any],
+    vector: list[float],
+    tenant_id: str,
+    model: str,
+    request: SearchRequest,
+) -> tuple[list[Hit], int]:
+    """`_nearest_hits` without filters, on the driver connection: the statement compiled once,
+    the rows read as the driver returns them."""
+    compiled = _compiled_nearest(request.threshold is not None)
+    values = compiled.defaults | {
+        "vector": vector,
+        "tenant": tenant_id,
+        "model": model,
+        "fetch": _fetch(request),
+        "threshold": request.threshold,
+        "top_k": request.top_k,
+    }
+    records = await connection.fetch(compiled.sql, *(values[name] for name in compiled.names))
+    return _ranked_hits([dict(zip(compiled.columns, record, strict=True)) for record in records])
 
 
 SOURCE_COLUMNS = (
@@ -357,7 +454,7 @@ async def _hits(
     stmt = _with_sources(
         select(similarity, *SOURCE_COLUMNS).join_from(picked, Chunk, Chunk.id == picked.c.id)
     )
-    rows = {row.id: row for row in await session.execute(stmt)}
+    rows = {row.id: row._mapping for row in await session.execute(stmt)}
     hits = [_hit(rows[chunk_id], score) for chunk_id, score in scored if chunk_id in rows]
     return hits if keep_order else _ordered(hits)
 
@@ -367,21 +464,21 @@ def _ordered(hits: list[Hit]) -> list[Hit]:
     return sorted(hits, key=lambda h: (-h.score, -h.similarity, str(h.document_id), h.chunk_index))
 
 
-def _hit(row: Row[Any], score: float) -> Hit:
+def _hit(row: Mapping[Any, Any], score: float) -> Hit:
     return Hit(
-        chunk_id=row.id,
-        document_id=row.document_id,
-        external_id=row.external_id,
-        collection=row.collection,
-        content=row.content,
-        similarity=round(max(float(row.similarity), 0.0), 6),
+        chunk_id=row["id"],
+        document_id=row["document_id"],
+        external_id=row["external_id"],
+        collection=row["collection"],
+        content=row["content"],
+        similarity=round(max(float(row["similarity"]), 0.0), 6),
         score=round(score, 6),
-        title=row.title,
-        source_type=row.source_type,
-        source_url=row.source_url,
-        page_number=row.page_number,
-        section=tuple(row.section_path),
-        chunk_index=row.chunk_index,
-        total_chunks=row.chunk_count,
-        metadata=dict(row.metadata_),
+        title=row["title"],
+        source_type=row["source_type"],
+        source_url=row["source_url"],
+        page_number=row["page_number"],
+        section=tuple(row["section_path"]),
+        chunk_index=row["chunk_index"],
+        total_chunks=row["chunk_count"],
+        metadata=dict(row["metadata_"]),
     )

@@ -246,11 +246,13 @@ async def _best_chunks(
     stmt = _with_sources(
         select(similarity, *SOURCE_COLUMNS).join_from(best, Chunk, Chunk.id == best.c.id)
     )
-    rows: dict[uuid.UUID, Any] = {row.document_id: row for row in await session.execute(stmt)}
+    rows: dict[uuid.UUID, Any] = {
+        row.document_id: row._mapping for row in await session.execute(stmt)
+    }
     hits = []
     for document_id, document_similarity in documents:
         if (row := rows.get(document_id)) is not None:
             # `similarity` is the documents'; `score` the best chunk's to the given document.
-            chunk = _hit(row, score=float(row.similarity))
+            chunk = _hit(row, score=float(row["similarity"]))
             hits.append(replace(chunk, similarity=round(document_similarity, 6)))
     return hits
