@@ -21,7 +21,7 @@ records its tenant in its comment; its name is a hash (tenant ids are free text)
 from __future__ import annotations
 
 import hashlib
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 
@@ -30,7 +30,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection, create_async_engine
 
 from app.db.engine import async_url
 from app.db.models import Chunk, Tenant
-from app.db.tenancy import SessionMaker, registry_transaction, tenant_transaction
+from app.db.tenancy import Computed, SessionMaker, registry_transaction, tenant_transaction
 
 HNSW_OPTIONS = "m = 16, ef_construction = 64"
 SHARED_INDEX = "ix_chunks_embedding_hnsw"
@@ -62,6 +62,22 @@ class IndexPlan:
 
 def dedicated_index_name(tenant_id: str) -> str:
     return DEDICATED_PREFIX + hashlib.sha256(tenant_id.encode()).hexdigest()[:24]
+
+
+def by_dedicated_index_size(
+    tenant_id: str, steps: Sequence[tuple[int, int]], *, largest: int, shared: int
+) -> Computed:
+    """A number chosen by the server from the size of the tenant's dedicated index as the
+    transaction begins (its `reltuples`, kept by CREATE INDEX, VACUUM and ANALYZE): the value
+    of the first (rows, value) step whose rows exceed the index's, else `largest`; `shared`
+    when the tenant has no dedicated index (its searches walk the shared index, or the btree
+    when it is small). One index lookup in pg_class, in the statement that sets the tenant."""
+    cases = " ".join(f"when c.reltuples < {int(rows)} then '{int(value)}'" for rows, value in steps)
+    return Computed(
+        f"coalesce((select case {cases} else '{int(largest)}' end from pg_class c"
+        f" where c.relname = '{dedicated_index_name(tenant_id)}' and c.relkind = 'i'),"
+        f" '{int(shared)}')"
+    )
 
 
 async def chunk_counts(sessions: SessionMaker) -> dict[str, int]:

@@ -29,7 +29,7 @@ import asyncpg
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from app.db.failures import CONNECTION_ERRORS
-from app.db.tenancy import SessionMaker
+from app.db.tenancy import Computed, SessionMaker, Setting
 
 SAVEPOINT = "rag_scoped"
 
@@ -41,19 +41,23 @@ def sql_literal(value: str) -> str:
     return "'" + value.replace("'", "''") + "'"
 
 
-def scope_message(begin: str, settings: Mapping[str, str]) -> str:
+def scope_message(begin: str, settings: Mapping[str, Setting]) -> str:
     """`begin` (BEGIN or SAVEPOINT) and every transaction-local setting, as one
     simple-protocol message."""
     calls = ", ".join(
-        f"set_config({sql_literal(name)}, {sql_literal(value)}, true)"
+        f"set_config({sql_literal(name)}, {_value(value)}, true)"
         for name, value in settings.items()
     )
     return f"{begin}; SELECT {calls}"
 
 
+def _value(value: Setting) -> str:
+    return f"({value.sql})" if isinstance(value, Computed) else sql_literal(value)
+
+
 @asynccontextmanager
 async def scoped_connection(
-    sessions: SessionMaker, tenant_id: str, *, settings: Mapping[str, str] | None = None
+    sessions: SessionMaker, tenant_id: str, *, settings: Mapping[str, Setting] | None = None
 ) -> AsyncIterator[asyncpg.Connection[Any]]:
     """The driver connection inside a transaction scoped to `tenant_id` with `settings`;
     committed on success, rolled back on error. A sessionmaker bound to a connection that is
@@ -90,7 +94,7 @@ async def scoped_connection(
 
 @asynccontextmanager
 async def _savepoint(
-    conn: AsyncConnection, scope: Mapping[str, str]
+    conn: AsyncConnection, scope: Mapping[str, Setting]
 ) -> AsyncIterator[asyncpg.Connection[Any]]:
     driver = await _driver(conn)
     await driver.execute(scope_message(f"SAVEPOINT {SAVEPOINT}", scope))

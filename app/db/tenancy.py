@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
+from dataclasses import dataclass
 from typing import Any
 
 from sqlalchemy import Connection, event, text
@@ -21,24 +22,40 @@ from sqlalchemy.orm import Session, SessionTransaction
 SessionMaker = async_sessionmaker[AsyncSession]
 
 
+@dataclass(frozen=True, slots=True)
+class Computed:
+    """A setting's value that the server works out as the transaction begins, in the same
+    statement: `sql` is an SQL expression of type text, built by our own code from constants
+    and identifiers we made (never from a caller's input)."""
+
+    sql: str
+
+
+Setting = str | Computed
+
+
 @event.listens_for(Session, "after_begin")
 def _scope_to_tenant(session: Session, _tx: SessionTransaction, conn: Connection) -> None:
-    local: dict[str, str] = dict(session.info.get("settings", {}))
+    local: dict[str, Setting] = dict(session.info.get("settings", {}))
     if (tenant_id := session.info.get("tenant_id")) is not None:
         local["app.tenant_id"] = str(tenant_id)
     if not local:
         return
-    # One round trip for all of them; names and values are bound parameters.
-    calls = ", ".join(f"set_config(:name{i}, :value{i}, true)" for i in range(len(local)))
-    params = {}
+    # One round trip for all of them; names and plain values are bound parameters.
+    calls, params = [], {}
     for i, (name, value) in enumerate(local.items()):
-        params[f"name{i}"], params[f"value{i}"] = name, value
-    conn.execute(text(f"select {calls}"), params)
+        params[f"name{i}"] = name
+        if isinstance(value, Computed):
+            calls.append(f"set_config(:name{i}, ({value.sql}), true)")
+        else:
+            params[f"value{i}"] = value
+            calls.append(f"set_config(:name{i}, :value{i}, true)")
+    conn.execute(text(f"select {', '.join(calls)}"), params)
 
 
 @asynccontextmanager
 async def tenant_transaction(
-    sessions: SessionMaker, tenant_id: str, *, settings: Mapping[str, str] | None = None
+    sessions: SessionMaker, tenant_id: str, *, settings: Mapping[str, Setting] | None = None
 ) -> AsyncIterator[AsyncSession]:
     """One transaction scoped to `tenant_id`, with optional transaction-local `settings`
     (e.g. `hnsw.ef_search`); commits on success, rolls back on error."""

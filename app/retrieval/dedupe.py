@@ -60,7 +60,7 @@ class DedupeRequest:
     limit: int = 1_000
     collections: Sequence[str] | None = None
     use_index: bool = True
-    ef_search: int = 40
+    ef_search: int | None = None  # None: PROBE_EF_SEARCH
 
 
 @dataclass(frozen=True, slots=True)
@@ -133,7 +133,9 @@ async def find_duplicates(
     """The groups, primary chosen by the strategy; changes nothing."""
     check(request)
     async with tenant_transaction(
-        sessions, tenant_id, settings=index_settings(max(request.ef_search, PROBE_EF_SEARCH))
+        sessions,
+        tenant_id,
+        settings=index_settings(max(request.ef_search or 0, PROBE_EF_SEARCH), tenant_id),
     ) as session:
         docs = await _examined(session, tenant_id, model_id, request)
         ids = list(docs)

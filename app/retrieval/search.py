@@ -37,9 +37,10 @@ from sqlalchemy import ColumnElement, Float, Integer, bindparam, func, literal, 
 from sqlalchemy.dialects.postgresql.asyncpg import dialect as asyncpg_dialect
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from app.db.indexes import by_dedicated_index_size
 from app.db.models import Chunk, Collection, Document
 from app.db.scoped import scoped_connection
-from app.db.tenancy import SessionMaker, tenant_transaction
+from app.db.tenancy import SessionMaker, Setting, tenant_transaction
 from app.embeddings import Embedder
 from app.retrieval.access import AccessCounter
 from app.retrieval.bm25 import Bm25Params, Bm25Ranking, bm25_ranked, bm25_scores
@@ -62,7 +63,7 @@ class SearchRequest:
     top_k: int = 5
     threshold: float | None = None
     filters: SearchFilters = field(default_factory=SearchFilters)
-    ef_search: int = 40
+    ef_search: int | None = None  # None: by the size of the tenant's index (index_settings)
     rrf_k: int = 60
     candidates: int = 40  # over-fetch per ranking, at least top_k
     bm25: Bm25Params = field(default_factory=Bm25Params)
@@ -117,7 +118,7 @@ async def search(
     embedded = time.perf_counter()
     if _direct(request):
         async with scoped_connection(
-            sessions, tenant_id, settings=_index_settings(request)
+            sessions, tenant_id, settings=_index_settings(request, tenant_id)
         ) as connection:
             hits, total = await _nearest_hits_direct(
                 connection, vector, tenant_id, embedder.model_id, request
@@ -128,7 +129,7 @@ async def search(
                 shortfall = await _shortfall(session, tenant_id, embedder.model_id, request, hits)
     else:
         async with tenant_transaction(
-            sessions, tenant_id, settings=_index_settings(request)
+            sessions, tenant_id, settings=_index_settings(request, tenant_id)
         ) as session:
             where = _where(tenant_id, embedder.model_id, request)
             if request.diversity:
@@ -197,22 +198,38 @@ async def _diverse_hits(
     return await _hits(session, vector, picked, keep_order=True), len(scored)
 
 
-def _index_settings(request: SearchRequest) -> dict[str, str]:
+def _index_settings(request: SearchRequest, tenant_id: str) -> dict[str, Setting]:
     """Transaction-local: they end with the search's transaction. Keyword and hybrid also
     turn sequential scans off: the planner does not cost reading every row's tsvector out of
     TOAST for `@@`, and picks a sequential scan for a term in a sixth of the rows where the
     GIN bitmap (exact for plain terms, no recheck) is several times faster."""
-    settings = index_settings(request.ef_search)
+    settings = index_settings(request.ef_search, tenant_id)
     if request.mode is not SearchMode.VECTOR:
         settings["enable_seqscan"] = "off"
     return settings
 
 
-def index_settings(ef_search: int) -> dict[str, str]:
+# Automatic ef_search (docs/BENCHMARKS.md, "Recall by default"): HNSW needs a longer
+# candidate list for the same recall as its graph grows. (index rows below, ef_search) for a
+# tenant's dedicated index; the largest graphs get EF_LARGEST; a tenant without one searches
+# the shared index filtered by iterative scans (or the btree, exactly, when it is small).
+EF_STEPS = ((20_000, 100), (200_000, 160))
+EF_LARGEST = 300
+EF_SHARED = 100
+
+
+def index_settings(ef_search: int | None, tenant_id: str) -> dict[str, Setting]:
     """Transaction-local: they end with the search's transaction. Every HNSW query (search,
-    similar, dedupe) runs under them: the recall guarantees are the same everywhere."""
+    similar, dedupe) runs under them: the recall guarantees are the same everywhere.
+    `ef_search` None: chosen by the server from the size of the index the tenant's search
+    uses, in the statement that opens the transaction."""
+    ef: Setting = (
+        str(ef_search)
+        if ef_search is not None
+        else by_dedicated_index_size(tenant_id, EF_STEPS, largest=EF_LARGEST, shared=EF_SHARED)
+    )
     return {
-        "hnsw.ef_search": str(ef_search),
+        "hnsw.ef_search": ef,
         "hnsw.iterative_scan": "relaxed_order",
         "plan_cache_mode": "force_custom_plan",
     }
@@ -397,6 +414,15 @@ async def _nearest_hits_direct(
 ) -> tuple[list[Hit], int]:
     """`_nearest_hits` without filters, on the driver connection: the statement compiled once,
     the rows read as the driver returns them."""
+    compiled, arguments = direct_statement(vector, tenant_id, model, request)
+    records = await connection.fetch(compiled.sql, *arguments)
+    return _ranked_hits([dict(zip(compiled.columns, record, strict=True)) for record in records])
+
+
+def direct_statement(
+    vector: list[float], tenant_id: str, model: str, request: SearchRequest
+) -> tuple[_Compiled, list[Any]]:
+    """The direct path's SQL and its positional arguments (EXPLAIN in tests sends them too)."""
     compiled = _compiled_nearest(request.threshold is not None)
     values = compiled.defaults | {
         "vector": vector,
@@ -406,8 +432,7 @@ async def _nearest_hits_direct(
         "threshold": request.threshold,
         "top_k": request.top_k,
     }
-    records = await connection.fetch(compiled.sql, *(values[name] for name in compiled.names))
-    return _ranked_hits([dict(zip(compiled.columns, record, strict=True)) for record in records])
+    return compiled, [values[name] for name in compiled.names]
 
 
 SOURCE_COLUMNS = (

@@ -56,7 +56,7 @@ class SimilarRequest:
     exclude_same_document: bool = True
     scope: SearchScope = SearchScope.CURRENT
     collections: Sequence[str] | None = None  # explicit: overrides `scope`
-    ef_search: int = 40
+    ef_search: int | None = None  # None: by the size of the tenant's index (index_settings)
     candidates: int = 40
 
 
@@ -88,7 +88,7 @@ async def similar_to_chunk(
 ) -> SimilarOutcome:
     """Chunks like this one, best first; 404 when the tenant has no such chunk."""
     async with tenant_transaction(
-        sessions, tenant_id, settings=index_settings(request.ef_search)
+        sessions, tenant_id, settings=index_settings(request.ef_search, tenant_id)
     ) as session:
         row = (
             await session.execute(
@@ -155,7 +155,7 @@ async def similar_to_document(
     best first; 404 when the tenant has no such document. A document without a vector (no
     chunks, or half-way through a reindex) has no neighbours."""
     async with tenant_transaction(
-        sessions, tenant_id, settings=index_settings(request.ef_search)
+        sessions, tenant_id, settings=index_settings(request.ef_search, tenant_id)
     ) as session:
         row = (
             await session.execute(

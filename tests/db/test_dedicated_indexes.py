@@ -4,15 +4,15 @@ tenant uses its own index (and finds the same chunks) once it exists."""
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
-from typing import Any
 
 import pytest
-from sqlalchemy import event, text
+from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from app.db.engine import create_sessionmaker
 from app.db.indexes import (
     DedicatedIndex,
+    by_dedicated_index_size,
     chunk_counts,
     create_dedicated_index,
     dedicated_index_name,
@@ -21,11 +21,18 @@ from app.db.indexes import (
     index_connection,
     plan_indexes,
 )
+from app.db.scoped import scoped_connection
 from app.db.tenancy import SessionMaker, tenant_transaction
 from app.ingest.documents import DocumentInput, ingest_documents
 from app.ingest.parsing import SourceType
 from app.retrieval import SearchRequest, search
-from app.retrieval.search import _index_settings
+from app.retrieval.search import (
+    EF_SHARED,
+    EF_STEPS,
+    _index_settings,
+    direct_statement,
+    index_settings,
+)
 from tests.conftest import DatabaseUrls, registered_tenant, small_chunker
 from tests.fakes import WordHashEmbedder
 
@@ -94,24 +101,13 @@ async def vector_plan(engine: AsyncEngine, sessions: SessionMaker, tenant_id: st
     sorting made unattractive: a test tenant is small enough that sorting all its rows is the
     cheapest plan (as it should be); what is checked here is which index an index-ordered
     plan picks, i.e. that the planner proves the dedicated index's predicate from the query."""
-    captured: list[tuple[str, Any]] = []
-
-    def capture(_c: Any, _cur: Any, statement: str, parameters: Any, *_: Any) -> None:
-        if "nearest" in statement:
-            captured.append((statement, parameters))
-
+    embedder = WordHashEmbedder(384)
     request = SearchRequest(query="otter badger", top_k=5)
-    event.listen(engine.sync_engine, "before_cursor_execute", capture)
-    try:
-        await search(sessions, WordHashEmbedder(384), tenant_id=tenant_id, request=request)
-    finally:
-        event.remove(engine.sync_engine, "before_cursor_execute", capture)
-    [(statement, parameters)] = captured
-    settings = {**_index_settings(request), "enable_sort": "off"}
-    async with tenant_transaction(sessions, tenant_id, settings=settings) as s:
-        conn = await s.connection()
-        driver: Any = (await conn.get_raw_connection()).driver_connection
-        rows = await driver.fetch(f"EXPLAIN (COSTS OFF) {statement}", *parameters)
+    vector = await embedder.embed_query(request.query)
+    compiled, arguments = direct_statement(vector, tenant_id, embedder.model_id, request)
+    settings = {**_index_settings(request, tenant_id), "enable_sort": "off"}
+    async with scoped_connection(sessions, tenant_id, settings=settings) as driver:
+        rows = await driver.fetch(f"EXPLAIN (COSTS OFF) {compiled.sql}", *arguments)
     return "\n".join(row[0] for row in rows)
 
 
@@ -141,3 +137,38 @@ async def test_a_search_uses_the_tenants_dedicated_index_and_finds_the_same(
     finally:
         await drop_dedicated_index(owner, DedicatedIndex(name, tenant_id, valid=True))
         assert tenant_id not in {i.tenant_id for i in await dedicated_indexes(owner)}
+
+
+async def _ef_search(sessions: SessionMaker, tenant_id: str, ef_search: int | None) -> set[str]:
+    """`hnsw.ef_search` as both transaction paths set it for a search of `tenant_id`."""
+    settings = index_settings(ef_search, tenant_id)
+    async with tenant_transaction(sessions, tenant_id, settings=settings) as session:
+        orm = await session.scalar(text("select current_setting('hnsw.ef_search')"))
+    async with scoped_connection(sessions, tenant_id, settings=settings) as driver:
+        direct = await driver.fetchval("select current_setting('hnsw.ef_search')")
+    return {orm, direct}
+
+
+async def test_ef_search_follows_the_size_of_the_index_a_search_uses(
+    app_engine: AsyncEngine, owner: AsyncConnection
+) -> None:
+    """No ef_search given: the shared index's value until the tenant has its own index, then
+    the step its index's size falls in; a given ef_search always wins."""
+    sessions = create_sessionmaker(app_engine)
+    tenant_id = await seeded_tenant(sessions, 40)
+    assert await _ef_search(sessions, tenant_id, None) == {str(EF_SHARED)}
+    assert await _ef_search(sessions, tenant_id, 77) == {"77"}
+    name = await create_dedicated_index(owner, tenant_id)
+    try:
+        assert await _ef_search(sessions, tenant_id, None) == {str(EF_STEPS[0][1])}
+        assert await _ef_search(sessions, tenant_id, 77) == {"77"}
+        steps = ((10, 11), (40, 22), (41, 33))  # the index holds 40 rows: not under 40
+        async with tenant_transaction(
+            sessions,
+            tenant_id,
+            settings={"x.ef": by_dedicated_index_size(tenant_id, steps, largest=44, shared=55)},
+        ) as session:
+            assert await session.scalar(text("select current_setting('x.ef')")) == "33"
+    finally:
+        await drop_dedicated_index(owner, DedicatedIndex(name, tenant_id, valid=True))
+    assert await _ef_search(sessions, tenant_id, None) == {str(EF_SHARED)}
