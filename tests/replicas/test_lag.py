@@ -87,7 +87,10 @@ def wrapped(error: Exception) -> sa_exc.DBAPIError:
         (ConnectionRefusedError(), True, True),
         (wrapped(asyncpg.CannotConnectNowError("the database system is starting up")), True, True),
         (wrapped(asyncpg.ConnectionDoesNotExistError("connection was closed")), True, True),
-        (wrapped(asyncpg.AdminShutdownError("terminating connection")), True, False),
+        # a server shutting down is unreachable: 503 on the primary, the primary on a replica
+        (wrapped(asyncpg.AdminShutdownError("terminating connection")), True, True),
+        (asyncpg.AdminShutdownError("terminating connection"), True, True),  # direct path
+        (asyncpg.ConnectionDoesNotExistError("connection was closed"), True, True),
         (wrapped(asyncpg.SerializationError("conflict with recovery")), True, False),
         (wrapped(asyncpg.UndefinedTableError("no such table")), False, False),
         (ValueError("a bug"), False, False),
