@@ -14,6 +14,7 @@ from app.api.docs import install_docs
 from app.api.middleware import BodyLimit, RateLimitHeaders
 from app.api.openapi import DESCRIPTION, TAGS, install_openapi
 from app.api.problems import install_error_handlers
+from app.db.autoindex import maintaining_indexes
 from app.embeddings import Embedder
 from app.jobs.queue import background_workers
 from app.jobs.runner import JobServices
@@ -36,6 +37,16 @@ def create_app(settings: Settings | None = None, *, embedder: Embedder | None = 
                 resources.usage, resources.sessions, every_seconds=settings.usage_flush_seconds
             ),
             background_workers(settings, job_services(resources), concurrency=settings.job_workers),
+            maintaining_indexes(
+                settings.database_url.get_secret_value() if settings.database_url else "",
+                (
+                    settings.migration_database_url.get_secret_value()
+                    if settings.migration_database_url
+                    else None
+                ),
+                every_seconds=settings.auto_index_seconds,
+                min_chunks=settings.dedicated_index_min_chunks,
+            ),
         ):
             yield {"resources": resources, "mcp": mcp_http}
 

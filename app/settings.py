@@ -116,6 +116,8 @@ class Settings(BaseSettings):
     search_fusion: Literal["rrf", "weighted"] = "weighted"
     search_fusion_vector_weight: float = Field(default=0.6, ge=0.0, le=1.0)
     dedicated_index_min_chunks: int = Field(default=5_000, ge=1)  # `rag index`
+    # the service runs `rag index` itself this often when it has the owner's URL; 0: never
+    auto_index_seconds: float = Field(default=300.0, ge=0)
     query_max_chars: int = Field(default=10_000, ge=1)
 
     # MCP at /mcp (transport security against DNS rebinding: Host and Origin allowlists;

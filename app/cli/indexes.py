@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import time
 from typing import TYPE_CHECKING, Annotated
 
 import typer
@@ -57,45 +56,22 @@ async def _index(
     settings: Settings, *, min_chunks: int, dry_run: bool, maintenance_work_mem: str
 ) -> list[tuple[str, str, str, str]]:
     from app.db.engine import create_engine, create_sessionmaker
-    from app.db.indexes import (
-        chunk_counts,
-        create_dedicated_index,
-        dedicated_indexes,
-        drop_dedicated_index,
-        index_connection,
-        plan_indexes,
-    )
+    from app.db.indexes import maintain_dedicated_indexes
 
     assert settings.database_url is not None
     assert settings.migration_database_url is not None
     runtime = create_engine(settings.database_url.get_secret_value(), pool_size=1)
-    owner_url = settings.migration_database_url.get_secret_value()
-    rows: list[tuple[str, str, str, str]] = []
     try:
-        counts = await chunk_counts(create_sessionmaker(runtime))
-        async with index_connection(owner_url, maintenance_work_mem=maintenance_work_mem) as conn:
-            plan = plan_indexes(counts, await dedicated_indexes(conn), min_chunks=min_chunks)
-            for index in plan.keep:
-                rows.append((index.tenant_id, str(counts.get(index.tenant_id, 0)), "kept", ""))
-            for index in plan.drop:
-                began = time.perf_counter()
-                if not dry_run:
-                    await drop_dedicated_index(conn, index)
-                action = "dropped" if index.valid else "dropped (failed build)"
-                rows.append(
-                    (index.tenant_id, str(counts.get(index.tenant_id, 0)), action, _since(began))
-                )
-            for tenant_id in plan.create:
-                began = time.perf_counter()
-                if not dry_run:
-                    await create_dedicated_index(conn, tenant_id)
-                rows.append((tenant_id, str(counts[tenant_id]), "created", _since(began)))
+        changes = await maintain_dedicated_indexes(
+            create_sessionmaker(runtime),
+            settings.migration_database_url.get_secret_value(),
+            min_chunks=min_chunks,
+            maintenance_work_mem=maintenance_work_mem,
+            dry_run=dry_run,
+        )
     finally:
         await runtime.dispose()
-    if dry_run:
-        rows = [(t, c, a if a == "kept" else f"would be {a}", "") for t, c, a, _ in rows]
-    return rows
-
-
-def _since(began: float) -> str:
-    return f"{time.perf_counter() - began:.1f}"
+    return [
+        (c.tenant_id, str(c.chunks), c.action, "" if c.seconds is None else f"{c.seconds:.1f}")
+        for c in changes
+    ]

@@ -86,4 +86,8 @@ def _hand_down(settings: Settings, workers: int) -> None:
         os.environ["RAG_DATABASE_URL"] = settings.database_url.get_secret_value()
     if settings.jwt_secret is not None:
         os.environ["RAG_JWT_SECRET"] = settings.jwt_secret.get_secret_value()
+    if settings.migration_database_url is not None:  # the index upkeep (app/db/autoindex.py)
+        os.environ["RAG_MIGRATION_DATABASE_URL"] = (
+            settings.migration_database_url.get_secret_value()
+        )
     os.environ.setdefault("RAG_RATE_LIMIT_INSTANCES", str(workers))

@@ -21,9 +21,10 @@ records its tenant in its comment; its name is a hash (tenant ids are free text)
 from __future__ import annotations
 
 import hashlib
+import time
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from sqlalchemy import func, select, text
 from sqlalchemy.ext.asyncio import AsyncConnection, create_async_engine
@@ -166,3 +167,55 @@ async def drop_dedicated_index(conn: AsyncConnection, index: DedicatedIndex) -> 
     """Drop it CONCURRENTLY, on an `index_connection`."""
     quoted = await conn.scalar(text("select quote_ident(:name)"), {"name": index.name})
     await conn.execute(text(f"DROP INDEX CONCURRENTLY IF EXISTS {quoted}"))
+
+
+@dataclass(frozen=True, slots=True)
+class IndexChange:
+    tenant_id: str
+    chunks: int
+    action: str  # kept, created, dropped, dropped (failed build); "would be …" on a dry run
+    seconds: float | None
+
+
+async def maintain_dedicated_indexes(
+    sessions: SessionMaker,
+    owner_url: str,
+    *,
+    min_chunks: int,
+    maintenance_work_mem: str,
+    dry_run: bool = False,
+) -> list[IndexChange]:
+    """What `rag index` and the service's own upkeep (app/db/autoindex.py) do: count each
+    tenant's chunks as the runtime role, then drop and build dedicated indexes as the owner,
+    CONCURRENTLY, by `plan_indexes`."""
+    counts = await chunk_counts(sessions)
+    changes: list[IndexChange] = []
+    async with index_connection(owner_url, maintenance_work_mem=maintenance_work_mem) as conn:
+        plan = plan_indexes(counts, await dedicated_indexes(conn), min_chunks=min_chunks)
+        for index in plan.keep:
+            changes.append(
+                IndexChange(index.tenant_id, counts.get(index.tenant_id, 0), "kept", None)
+            )
+        for index in plan.drop:
+            began = time.perf_counter()
+            if not dry_run:
+                await drop_dedicated_index(conn, index)
+            action = "dropped" if index.valid else "dropped (failed build)"
+            changes.append(
+                IndexChange(index.tenant_id, counts.get(index.tenant_id, 0), action, _since(began))
+            )
+        for tenant_id in plan.create:
+            began = time.perf_counter()
+            if not dry_run:
+                await create_dedicated_index(conn, tenant_id)
+            changes.append(IndexChange(tenant_id, counts[tenant_id], "created", _since(began)))
+    if dry_run:
+        return [
+            c if c.action == "kept" else replace(c, action=f"would be {c.action}", seconds=None)
+            for c in changes
+        ]
+    return changes
+
+
+def _since(began: float) -> float:
+    return round(time.perf_counter() - began, 1)

@@ -3,13 +3,16 @@ tenant uses its own index (and finds the same chunks) once it exists."""
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 
 import pytest
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
-from app.db.engine import create_sessionmaker
+from app.db.autoindex import LOCK_KEY, maintaining_indexes, upkeep_round
+from app.db.embedded import OWNER_ROLE, drop_database, with_database, with_user
+from app.db.engine import create_engine, create_sessionmaker
 from app.db.indexes import (
     DedicatedIndex,
     by_dedicated_index_size,
@@ -33,7 +36,13 @@ from app.retrieval.search import (
     direct_statement,
     index_settings,
 )
-from tests.conftest import DatabaseUrls, registered_tenant, small_chunker
+from tests.conftest import (
+    OWNER_PASSWORD,
+    DatabaseUrls,
+    fresh_database,
+    registered_tenant,
+    small_chunker,
+)
 from tests.fakes import WordHashEmbedder
 
 WORDS = [
@@ -172,3 +181,36 @@ async def test_ef_search_follows_the_size_of_the_index_a_search_uses(
     finally:
         await drop_dedicated_index(owner, DedicatedIndex(name, tenant_id, valid=True))
     assert await _ef_search(sessions, tenant_id, None) == {str(EF_SHARED)}
+
+
+async def test_the_service_gives_a_tenant_that_crossed_the_threshold_its_own_index(
+    database: DatabaseUrls,
+) -> None:
+    """The upkeep loop (what a `rag serve` with the owner's URL runs) builds the index of a
+    tenant over the threshold, leaves a small one alone, and one round at a time runs: a
+    round that finds the lock taken skips."""
+    name = "rag_autoindex_test"
+    app_url = await fresh_database(database, name)
+    owner_url = with_user(with_database(database.superuser_url, name), OWNER_ROLE, OWNER_PASSWORD)
+    engine = create_engine(app_url, pool_size=2)
+    sessions = create_sessionmaker(engine)
+    try:
+        big = await seeded_tenant(sessions, 40)
+        small = await seeded_tenant(sessions, 5)
+        async with maintaining_indexes(app_url, owner_url, every_seconds=0.2, min_chunks=20):
+            for _ in range(100):
+                async with index_connection(owner_url, maintenance_work_mem="64MB") as conn:
+                    built = {i.tenant_id for i in await dedicated_indexes(conn) if i.valid}
+                if big in built:
+                    break
+                await asyncio.sleep(0.2)
+        assert built == {big}
+        assert small not in built
+        async with index_connection(owner_url, maintenance_work_mem="64MB") as holder:
+            await holder.execute(text("select pg_advisory_lock(:key)"), {"key": LOCK_KEY})
+            assert not await upkeep_round(sessions, owner_url, min_chunks=20)
+        assert await upkeep_round(sessions, owner_url, min_chunks=20)
+        assert await _ef_search(sessions, big, None) == {str(EF_STEPS[0][1])}
+    finally:
+        await engine.dispose()
+        await drop_database(database.superuser_url, name)
