@@ -13,6 +13,12 @@ from sqlalchemy import insert, text
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from app.db.engine import create_engine, create_sessionmaker
+from app.db.indexes import (
+    DedicatedIndex,
+    create_dedicated_index,
+    drop_dedicated_index,
+    index_connection,
+)
 from app.db.models import Chunk, Collection, Document
 from app.db.tenancy import SessionMaker, registry_transaction, tenant_transaction
 from app.retrieval import SearchRequest, search
@@ -157,3 +163,41 @@ async def test_index_settings_do_not_leak_to_the_next_transaction(
         assert (ef, scan, plans) == ("40", "off", "auto")
     finally:
         await engine.dispose()
+
+
+async def _recall(
+    sessions: SessionMaker, tenant_id: str, ids: list[uuid.UUID], vectors: Matrix
+) -> list[float]:
+    """recall@10 of the default search (no ef_search given) against exact search."""
+    embedder = FixedEmbedder()
+    recalls = []
+    for query in unit_rows(np.random.default_rng(13), 30):
+        embedder.next = query.tolist()
+        outcome = await search(
+            sessions, embedder, tenant_id=tenant_id, request=SearchRequest(query="q", top_k=10)
+        )
+        exact = {ids[i] for i in np.argsort(-(vectors @ query))[:10]}
+        recalls.append(len(exact & {hit.chunk_id for hit in outcome.hits}) / 10)
+    return recalls
+
+
+async def test_default_searches_reach_the_recall_target(
+    database: DatabaseUrls,
+    loaded: tuple[SessionMaker, dict[str, tuple[list[uuid.UUID], Matrix]]],
+) -> None:
+    """No ef_search given: recall@10 >= 0.95 against exact search for the large tenant, on the
+    shared index and on its own (what the service's index upkeep gives it), and the exact
+    top-k for the small one. (The benchmark measures the rule at 100k chunks.)"""
+    sessions, data = loaded
+    big = next(name for name in data if name.startswith("big"))
+    small = next(name for name in data if name.startswith("small"))
+    assert await _recall(sessions, small, *data[small]) == [1.0] * 30
+    shared = await _recall(sessions, big, *data[big])
+    assert float(np.mean(shared)) >= 0.95, shared
+    async with index_connection(database.owner_url, maintenance_work_mem="64MB") as owner:
+        name = await create_dedicated_index(owner, big)
+        try:
+            own = await _recall(sessions, big, *data[big])
+        finally:
+            await drop_dedicated_index(owner, DedicatedIndex(name, big, valid=True))
+    assert float(np.mean(own)) >= 0.95, own
