@@ -1,0 +1,253 @@
+"""The searchers compared: this service (in process and over HTTP) and its alternatives.
+
+Each answers `search(tenant, query)` with the ids of the tenant's 10 nearest chunks by
+cosine. The service is called only through public functions with its settings' defaults
+(`search_request` builds the request every door builds, so a change of default search
+parameters shows here without touching this file); the threshold is dropped because no peer
+has one. Peers that block (numpy, Chroma) run on threads; the others on the event loop.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import shutil
+import tempfile
+import time
+from pathlib import Path
+from typing import Any, Protocol
+
+import asyncpg
+import httpx
+import numpy as np
+from harness import BenchDatabase
+from pgvector.asyncpg import register_vector
+from search_bench import TOP_K, Loaded, StubEmbedder, TenantSlice
+
+from app.retrieval import search, search_request
+
+from .workload import Query
+
+HTTP_THRESHOLD = 0.1  # the lowest the API accepts
+
+
+class AsyncEngine(Protocol):
+    name: str
+    blocking: bool
+    min_similarity: float | None  # the threshold it cannot search without, if any
+
+    async def search(self, tenant: TenantSlice, query: Query) -> list[str]: ...
+
+
+class BlockingEngine(Protocol):
+    name: str
+    blocking: bool
+    min_similarity: float | None
+
+    def search(self, tenant: TenantSlice, query: Query) -> list[str]: ...
+
+
+Engine = AsyncEngine | BlockingEngine
+
+
+def top_ids(scores: np.ndarray, ids: list[str]) -> list[str]:
+    k = min(TOP_K, len(scores))
+    best = np.argpartition(-scores, k - 1)[:k]
+    return [ids[int(i)] for i in best[np.argsort(-scores[best], kind="stable")]]
+
+
+class ServiceEngine:
+    """`app.retrieval.search` as the runtime role under RLS, the query vector precomputed."""
+
+    blocking = False
+    min_similarity: float | None = None
+
+    def __init__(
+        self, db: BenchDatabase, stub: StubEmbedder, *, ef_search: int | None = None
+    ) -> None:
+        self.name = "service" if ef_search is None else f"service, ef_search {ef_search}"
+        self.db = db
+        self.stub = stub
+        self.ef_search = ef_search
+
+    async def search(self, tenant: TenantSlice, query: Query) -> list[str]:
+        request = search_request(
+            self.db.settings,
+            self.stub.model_id,
+            query=query.text,
+            top_k=TOP_K,
+            ef_search=self.ef_search,
+        )
+        outcome = await search(
+            self.db.sessions,
+            self.stub,
+            tenant_id=tenant.tenant_id,
+            request=dataclasses.replace(request, threshold=None),
+        )
+        return [str(hit.chunk_id) for hit in outcome.hits]
+
+
+class HttpEngine:
+    """POST /api/rag/search on a live `rag serve` (the server embeds the text with the same
+    model; once warmed, from its query cache). The API's lowest threshold, 0.1: its recall
+    is counted against the exact top 10 that pass it."""
+
+    blocking = False
+    min_similarity: float | None = HTTP_THRESHOLD
+    name = "service over HTTP"
+
+    def __init__(self, client: httpx.AsyncClient, tokens: dict[str, str]) -> None:
+        self.client = client
+        self.tokens = tokens
+        self.embed_ms: list[float] = []
+
+    async def search(self, tenant: TenantSlice, query: Query) -> list[str]:
+        reply = await self.client.post(
+            "/api/rag/search",
+            json={"query": query.text, "max_results": TOP_K, "threshold": HTTP_THRESHOLD},
+            headers={"Authorization": f"Bearer {self.tokens[tenant.tenant_id]}"},
+        )
+        reply.raise_for_status()
+        body = reply.json()
+        self.embed_ms.append(float(body["timings"]["embed_ms"]))
+        return [str(chunk["chunk_id"]) for chunk in body["chunks"]]
+
+
+class NumpyEngine:
+    """Brute force in memory: each tenant's rows as one float32 matrix, a product per query."""
+
+    blocking = True
+    min_similarity: float | None = None
+    name = "numpy brute force"
+
+    def __init__(self, loaded: Loaded) -> None:
+        self.vectors = loaded.vectors
+        self.ids = [str(i) for i in loaded.ids]
+
+    def search(self, tenant: TenantSlice, query: Query) -> list[str]:
+        scores = self.vectors[tenant.start : tenant.stop] @ query.vector
+        return top_ids(scores, self.ids[tenant.start : tenant.stop])
+
+
+async def open_pool(url: str, size: int, **server_settings: str) -> asyncpg.Pool:
+    async def init(conn: asyncpg.Connection) -> None:
+        await register_vector(conn)
+
+    pool = await asyncpg.create_pool(
+        url, min_size=size, max_size=size, init=init, server_settings=server_settings
+    )
+    assert pool is not None
+    return pool
+
+
+EXACT_SQL = "SELECT id FROM chunks WHERE tenant_id = $1 ORDER BY embedding <=> $2 LIMIT 10"
+
+
+class PgExactEngine:
+    """pgvector exact scan: the tenant's rows sorted by cosine distance in the database, index
+    scans off (so no HNSW index can answer: the tenant's btree feeds a bitmap scan and a top-N
+    sort). One statement per query on the superuser's connections (no RLS)."""
+
+    blocking = False
+    min_similarity: float | None = None
+    name = "pgvector exact scan"
+
+    def __init__(self, pool: asyncpg.Pool) -> None:
+        self.pool = pool
+
+    async def search(self, tenant: TenantSlice, query: Query) -> list[str]:
+        rows = await self.pool.fetch(EXACT_SQL, tenant.tenant_id, query.vector)
+        return [str(r[0]) for r in rows]
+
+    async def plan(self, tenant: TenantSlice, query: Query) -> str:
+        rows = await self.pool.fetch(f"EXPLAIN {EXACT_SQL}", tenant.tenant_id, query.vector)
+        return "\n".join(r[0] for r in rows)
+
+
+class NaiveEngine:
+    """What simple systems do: read every embedding of the tenant from the database, then
+    cosine in numpy, per query (superuser connections, vectors in pgvector's binary format)."""
+
+    blocking = False
+    min_similarity: float | None = None
+    name = "naive: load + numpy"
+
+    def __init__(self, pool: asyncpg.Pool) -> None:
+        self.pool = pool
+
+    async def search(self, tenant: TenantSlice, query: Query) -> list[str]:
+        rows = await self.pool.fetch(
+            "SELECT id, embedding FROM chunks WHERE tenant_id = $1", tenant.tenant_id
+        )
+        matrix = np.stack([r[1].to_numpy() for r in rows]).astype(np.float32)
+        scores = (matrix @ query.vector) / np.linalg.norm(matrix, axis=1)
+        return top_ids(scores, [str(r[0]) for r in rows])
+
+
+class ChromaEngine:
+    """An embedded Chroma (PersistentClient in a temporary directory, no embedding function:
+    vectors given), one collection with every row and its tenant as metadata, queried with a
+    `where` filter on the tenant; cosine space, Chroma's default HNSW parameters."""
+
+    blocking = True
+    min_similarity: float | None = None
+    name = "Chroma, tenant filter"
+
+    def __init__(self) -> None:
+        import chromadb
+        from chromadb.config import Settings as ChromaSettings
+
+        self.directory = Path(tempfile.mkdtemp(prefix="rag-bench-chroma-"))
+        self.client: Any = chromadb.PersistentClient(
+            path=str(self.directory), settings=ChromaSettings(anonymized_telemetry=False)
+        )
+        self.collection: Any = None
+
+    def load(self, loaded: Loaded) -> dict[str, float]:
+        """A new collection with the size's rows; build time (add, index included) and size."""
+        if self.collection is not None:
+            self.client.delete_collection(self.collection.name)
+        self.collection = self.client.create_collection(
+            f"bench-{loaded.size}",
+            embedding_function=None,
+            configuration={"hnsw": {"space": "cosine"}},
+        )
+        tenant_of = np.empty(loaded.size, dtype=object)
+        for tenant in loaded.tenants:
+            tenant_of[tenant.start : tenant.stop] = tenant.tenant_id
+        began = time.perf_counter()
+        self.add([str(i) for i in loaded.ids], loaded.vectors, list(tenant_of))
+        build_s = time.perf_counter() - began
+        return {"build_s": round(build_s, 2), "disk_mb": round(self.disk_mb(), 1)}
+
+    def add(self, ids: list[str], vectors: np.ndarray, tenants: list[str]) -> None:
+        batch = int(self.client.get_max_batch_size())
+        for start in range(0, len(ids), batch):
+            stop = start + batch
+            self.collection.add(
+                ids=ids[start:stop],
+                embeddings=vectors[start:stop],
+                metadatas=[{"tenant": t} for t in tenants[start:stop]],
+            )
+
+    def configuration(self) -> dict[str, Any]:
+        hnsw: dict[str, Any] = dict(self.collection.configuration["hnsw"])
+        return hnsw
+
+    def set_ef_search(self, ef_search: int) -> None:
+        self.collection.modify(configuration={"hnsw": {"ef_search": ef_search}})
+
+    def disk_mb(self) -> float:
+        total = sum(f.stat().st_size for f in self.directory.rglob("*") if f.is_file())
+        return total / 2**20
+
+    def search(self, tenant: TenantSlice, query: Query) -> list[str]:
+        found = self.collection.query(
+            query_embeddings=[query.vector],
+            n_results=TOP_K,
+            where={"tenant": tenant.tenant_id},
+            include=[],
+        )
+        return [str(i) for i in found["ids"][0]]
+
+    def close(self) -> None:
+        shutil.rmtree(self.directory, ignore_errors=True)
