@@ -258,16 +258,6 @@ async def measure_size(
     results["sweep"] += await sweep_rows(
         service_sweep, jobs, sweep_budget, size=size, label="service"
     )
-    default_ef = int(chroma.configuration()["ef_search"])
-    results["sweep"] += await sweep_rows(
-        [(ef, chroma) for ef in plan.ef],
-        jobs,
-        sweep_budget,
-        size=size,
-        label="Chroma",
-        before=chroma.set_ef_search,
-    )
-    chroma.set_ef_search(default_ef)
     prepared = workload.corpus[: plan.store_docs]
     results["store"] += await store_rows(db, chunker, workload, prepared, chroma, size=size)
 

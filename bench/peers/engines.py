@@ -233,9 +233,6 @@ class ChromaEngine:
         hnsw: dict[str, Any] = dict(self.collection.configuration["hnsw"])
         return hnsw
 
-    def set_ef_search(self, ef_search: int) -> None:
-        self.collection.modify(configuration={"hnsw": {"ef_search": ef_search}})
-
     def disk_mb(self) -> float:
         total = sum(f.stat().st_size for f in self.directory.rglob("*") if f.is_file())
         return total / 2**20

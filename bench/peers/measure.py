@@ -138,14 +138,10 @@ async def sweep_rows(
     *,
     size: int,
     label: str,
-    before: Any = None,
 ) -> list[dict[str, Any]]:
-    """Recall@10 and single-client P50 per ef_search value (`before(ef)` runs first, e.g. to
-    reconfigure an index)."""
+    """Recall@10 and single-client P50 per ef_search value."""
     rows = []
     for ef_search, engine in engines:
-        if before is not None:
-            before(ef_search)
         for size_class, jobs in jobs_by_class.items():
             cell = await run_cell(engine, jobs, 1, budget)
             recalls = [

@@ -194,8 +194,8 @@ def sweep_table(sweep: list[dict[str, Any]], classes: list[str]) -> str:
                 rows.append(cells)
     return (
         "## Recall@10 against ef_search\n\n"
-        "Recall@10, then the single-client P50 in ms. The service's `ef_search` is the "
-        "request parameter; Chroma's is its collection setting.\n\n"
+        "Recall@10, then the single-client P50 in ms, at each `ef_search` of the request "
+        "(the service's default is in the setup table).\n\n"
         + table(["chunks", "engine", "ef_search", *classes], rows, right_from=2)
     )
 
