@@ -59,19 +59,21 @@ def test_installs_alone_and_talks_to_a_live_service(live: LiveService, tmp_path:
         timeout=300,
     )
     assert installed.returncode == 0, installed.stderr
+    # the fresh environment alone: a PYTHONPATH of the caller's would list its packages too
+    clean = {k: v for k, v in os.environ.items() if k not in {"PYTHONPATH", "VIRTUAL_ENV"}}
     listed = subprocess.run(
         [str(python), "-m", "pip", "list", "--format", "json"],
         capture_output=True,
         text=True,
         timeout=60,
         check=True,
+        env=clean,
     )
     names = {item["name"].lower() for item in json.loads(listed.stdout)}
     assert {"rag-service-client", "httpx", "pydantic"} <= names
     assert not names & {"torch", "fastapi", "sqlalchemy", "rag-service"}
 
     token = live.token(live.tenant())
-    clean = {k: v for k, v in os.environ.items() if k not in {"PYTHONPATH", "VIRTUAL_ENV"}}
     run = subprocess.run(
         [str(python), "-c", SCRIPT, live.url, token],
         capture_output=True,
