@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 from app.auth import SCOPE_ADMIN, Principal, principal_from_authorization
 from app.errors import Forbidden, Unprocessable
+from app.observability.metrics import RATE_LIMIT_DECISIONS, tenant_label
 from app.ratelimit import Decision, limit_for_tier
 from app.resources import Resources
 from app.storable import is_tenant_id
@@ -73,6 +74,8 @@ async def spend(resources: Resources, caller: Caller) -> Decision:
         limit=limit_for_tier(settings, caller.tenant.tier),
         window_seconds=settings.rate_limit_window_seconds,
     )
+    tenant = tenant_label(settings.metrics_tenant_label, caller.tenant_id)
+    RATE_LIMIT_DECISIONS.labels("allowed" if decision.allowed else "limited", tenant).inc()
     if not decision.allowed:
         resources.usage.record(caller.tenant_id, "rate_limited")
     return decision

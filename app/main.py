@@ -12,6 +12,7 @@ from app import __version__
 from app.api import admin, context, documents, health, jobs, mcp, metrics, search, similar
 from app.api.docs import install_docs
 from app.api.middleware import BodyLimit, RateLimitHeaders
+from app.api.observe import Observe, RequestId
 from app.api.openapi import DESCRIPTION, TAGS, install_openapi
 from app.api.problems import install_error_handlers
 from app.db.autoindex import maintaining_indexes
@@ -19,6 +20,7 @@ from app.embeddings import Embedder
 from app.jobs.queue import background_workers
 from app.jobs.runner import JobServices
 from app.mcp.http import serve_http
+from app.observability.exposition import process_exited
 from app.resources import Resources, open_resources
 from app.settings import Settings
 from app.usage import flushing
@@ -49,6 +51,7 @@ def create_app(settings: Settings | None = None, *, embedder: Embedder | None = 
             ),
         ):
             yield {"resources": resources, "mcp": mcp_http}
+        process_exited()  # a worker of several: its live gauges leave the sums
 
     app = FastAPI(
         title="RAG retrieval service",
@@ -66,6 +69,8 @@ def create_app(settings: Settings | None = None, *, embedder: Embedder | None = 
         max_bytes=settings.upload_max_bytes,
         per_path={jobs.PATH: settings.job_max_request_bytes},
     )
+    app.add_middleware(Observe, tenant_label=settings.metrics_tenant_label)
+    app.add_middleware(RequestId)  # outermost: every reply the app sends carries X-Request-ID
     for module in (health, metrics, documents, jobs, similar, search, context, admin, mcp):
         app.include_router(module.router)
     install_docs(app)

@@ -26,6 +26,12 @@ class RedisFailurePolicy(StrEnum):
     FAIL_CLOSED = "fail_closed"
 
 
+class LogFormat(StrEnum):
+    AUTO = "auto"  # text when stderr is a terminal, else JSON
+    JSON = "json"
+    TEXT = "text"
+
+
 _log = logging.getLogger(__name__)
 
 _URL_SEPARATOR = re.compile(r"\s+|\s*,\s*(?=[a-z][a-z0-9+.-]*://)")
@@ -148,6 +154,13 @@ class Settings(BaseSettings):
     job_turn_documents: int = Field(default=8, ge=1)  # then the job yields its worker
     job_heartbeat_seconds: float = Field(default=10.0, gt=0)
     job_stalled_seconds: float = Field(default=30.0, gt=0)  # no heartbeat: the job runs again
+
+    # operations (docs/OBSERVABILITY.md)
+    log_format: LogFormat = LogFormat.AUTO  # `rag serve`'s log lines: JSON, or text on a terminal
+    metrics_tenant_label: bool = False  # a `tenant` label on per-tenant metrics (cardinality)
+    # `rag serve` on Ctrl-C / SIGTERM: requests in flight get this long to finish (then they
+    # are cancelled); a second Ctrl-C stops at once
+    shutdown_grace_seconds: int = Field(default=30, ge=0, le=3600)
 
     @field_validator("jwt_algorithms", mode="before")
     @classmethod

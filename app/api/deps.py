@@ -14,6 +14,7 @@ from fastapi import Depends, Header, Request, Security
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
 from app.api.middleware import RATE_LIMIT_HEADERS_STATE
+from app.api.observe import TENANT_STATE
 from app.api.openapi import BEARER_DESCRIPTION, BEARER_SCHEME
 from app.auth import SCOPE_ADMIN, SCOPE_INGEST, SCOPE_SEARCH
 from app.db.replicas import ReadConsistency
@@ -57,12 +58,15 @@ def admission(scope: str) -> Callable[..., Awaitable[Caller]]:
     """The gate without the rate limit: for doors that spend the budget per operation (MCP)."""
 
     async def check(
+        request: Request,
         resources: ResourcesDep,
         _bearer: BearerDeclared,
         authorization: AuthorizationHeader = None,
         x_tenant_id: TenantHeader = None,
     ) -> Caller:
-        return await admit(resources, authorization, scope=scope, acting_for=x_tenant_id)
+        caller = await admit(resources, authorization, scope=scope, acting_for=x_tenant_id)
+        setattr(request.state, TENANT_STATE, caller.tenant_id)  # for the access log
+        return caller
 
     return check
 

@@ -19,6 +19,7 @@ import uvicorn
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
 from app.api.problems import PROBLEM_TYPE_BASE
+from app.observability.logs import REQUEST_ID_ATTR, new_request_id
 from app.settings import Settings
 
 TITLE = "Request header fields too large"
@@ -63,7 +64,13 @@ class BoundedHttpToolsProtocol(HttpToolsProtocol):
         self._reading_head, self._head_bytes, self._tail = True, 0, b""
 
     def _refuse(self) -> None:
-        self.logger.warning("request head over %d bytes: 431", self.max_head_bytes)
+        # The head is not parsed: a request id of its own, in the reply and the log line.
+        request_id = new_request_id()
+        self.logger.warning(
+            "request head over %d bytes: 431",
+            self.max_head_bytes,
+            extra={REQUEST_ID_ATTR: request_id, "status": 431},
+        )
         body = json.dumps(
             {
                 "type": f"{PROBLEM_TYPE_BASE}header-too-large",
@@ -79,6 +86,7 @@ class BoundedHttpToolsProtocol(HttpToolsProtocol):
         ]
         head += [
             b"content-type: application/problem+json\r\n",
+            b"x-request-id: " + request_id.encode() + b"\r\n",
             b"content-length: %d\r\n" % len(body),
             b"connection: close\r\n\r\n",
         ]
@@ -93,6 +101,10 @@ class BoundedHttpToolsProtocol(HttpToolsProtocol):
 
 def uvicorn_config(app: Any, settings: Settings, **options: Any) -> uvicorn.Config:
     """How the service is served, by `rag serve` and by the tests' live servers alike. The
-    protocol is a partial of an importable class: worker processes receive it pickled."""
+    protocol is a partial of an importable class: worker processes receive it pickled.
+    Requests in flight at shutdown get RAG_SHUTDOWN_GRACE_SECONDS; uvicorn's access log is
+    off (the app writes its own, app/api/observe.py)."""
     http = partial(BoundedHttpToolsProtocol, max_head_bytes=settings.http_max_header_bytes)
+    options.setdefault("timeout_graceful_shutdown", settings.shutdown_grace_seconds)
+    options.setdefault("access_log", False)
     return uvicorn.Config(app, http=cast(type[HttpToolsProtocol], http), **options)

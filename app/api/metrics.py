@@ -1,9 +1,10 @@
-"""GET /metrics: Prometheus text format."""
+"""GET /metrics: Prometheus text format (every worker's, under `rag serve --workers N`)."""
 
 from __future__ import annotations
 
 from fastapi import APIRouter, Response
-from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+
+from app.observability.exposition import CONTENT_TYPE, render
 
 router = APIRouter(tags=["health"])
 
@@ -15,5 +16,6 @@ router = APIRouter(tags=["health"])
     responses={200: {"content": {"text/plain": {"schema": {"type": "string"}}}}},
 )
 async def metrics() -> Response:
-    """Process and service counters (rate-limit fallbacks, cache hits, …)."""
-    return Response(generate_latest(), media_type=CONTENT_TYPE_LATEST)
+    """Requests by route and status, latencies, search stages, embedding calls and cache,
+    rate-limit decisions, database pool, ingestion and dedupe (docs/OBSERVABILITY.md)."""
+    return Response(render(), media_type=CONTENT_TYPE)

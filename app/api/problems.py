@@ -7,6 +7,7 @@ import logging
 from collections.abc import Mapping
 
 import asyncpg
+from asgi_correlation_id import correlation_id
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
@@ -141,6 +142,15 @@ async def _unexpected(_request: Request, exc: Exception) -> JSONResponse:
     )
 
 
+async def _unhandled(request: Request, exc: Exception) -> JSONResponse:
+    """Any other exception. Starlette answers it from its outermost middleware, past the one
+    that echoes X-Request-ID, so the header is set here."""
+    reply = await _unexpected(request, exc)
+    if request_id := correlation_id.get():
+        reply.headers["X-Request-ID"] = request_id
+    return reply
+
+
 def install_error_handlers(app: FastAPI) -> None:
     app.add_exception_handler(AppError, _app_error)
     app.add_exception_handler(RequestValidationError, _validation_error)
@@ -153,4 +163,4 @@ def install_error_handlers(app: FastAPI) -> None:
         asyncpg.InterfaceError,
     ):
         app.add_exception_handler(database_error, _database_error)
-    app.add_exception_handler(Exception, _unexpected)
+    app.add_exception_handler(Exception, _unhandled)

@@ -84,10 +84,12 @@ def serve(
     from app.cli.database import database_settings
     from app.cli.server import run_server
     from app.cli.settings import load_settings
+    from app.settings import with_dev_jwt_secret
 
-    logs.configure(verbose=verbose)
-    with database_settings(load_settings()) as settings:
-        run_server(settings, host=host, port=port, workers=workers)
+    base = load_settings(dev_secret=False)
+    log_config = logs.configure(verbose=verbose, log_format=base.log_format)
+    with database_settings(with_dev_jwt_secret(base)) as settings:
+        run_server(settings, host=host, port=port, workers=workers, log_config=log_config)
 
 
 @app.command()

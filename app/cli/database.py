@@ -42,6 +42,8 @@ def database_settings(settings: Settings) -> Iterator[Settings]:
         )
     finally:
         server.stop()
+        if not server.is_running():
+            _log.info("database: embedded PostgreSQL stopped")
 
 
 async def _describe(url: SecretStr) -> str:

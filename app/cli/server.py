@@ -1,11 +1,21 @@
-"""Run the API under uvicorn and say, once it answers, where it is and how to get a token."""
+"""Run the API under uvicorn and say, once it answers, where it is and how to get a token.
+
+Stopping: Ctrl-C (SIGINT) or SIGTERM stops accepting connections and gives the requests in
+flight RAG_SHUTDOWN_GRACE_SECONDS to finish (uvicorn's graceful shutdown; past it they are
+cancelled), then the app's lifespan closes its resources, then the caller stops the embedded
+database. A second Ctrl-C stops at once: requests in flight are cancelled, the lifespan's
+shutdown is skipped, and the embedded database is still stopped.
+"""
 
 from __future__ import annotations
 
 import contextlib
 import logging
 import os
+import signal
 import socket
+from types import FrameType
+from typing import Any
 
 import uvicorn
 from uvicorn.supervisors import Multiprocess
@@ -13,13 +23,15 @@ from uvicorn.supervisors import Multiprocess
 from app.api.http_protocol import uvicorn_config
 from app.auth.keys import hmac_key_source
 from app.main import create_app
+from app.observability.exposition import shared_between_workers
 from app.settings import Settings
 
 _log = logging.getLogger("app.serve")
 
 
 class _AnnouncingServer(uvicorn.Server):
-    """A uvicorn server that logs one line when it is ready to answer."""
+    """A uvicorn server that logs one line when it is ready to answer, and says what it does
+    when it is asked to stop."""
 
     def __init__(self, config: uvicorn.Config, *, base_url: str, keys: str | None) -> None:
         super().__init__(config)
@@ -36,47 +48,78 @@ class _AnnouncingServer(uvicorn.Server):
             if self._keys is not None:
                 _log.info("tokens: HMAC secret in %s", self._keys)
 
+    def handle_exit(self, sig: int, frame: FrameType | None) -> None:
+        if self.should_exit and sig == signal.SIGINT:
+            _log.warning("stopping at once: requests in flight are cancelled")
+        elif not self.should_exit:
+            _log.info(
+                "stopping: %d request(s) in flight get up to %s s to finish (Ctrl-C again: "
+                "stop at once)",
+                len(self.server_state.tasks),
+                self.config.timeout_graceful_shutdown,
+            )
+        super().handle_exit(sig, frame)
 
-def run_server(settings: Settings, *, host: str, port: int, workers: int = 1) -> None:
-    """Serve until interrupted; uvicorn's own start-up lines stay at debug level. With
-    `workers` > 1, uvicorn's supervisor runs that many processes on one socket, each building
-    the app from the environment this process hands down (the database it started)."""
-    errors = logging.getLogger("uvicorn.error")
-    level = errors.level
+
+class _Supervisor(Multiprocess):
+    """uvicorn's supervisor of worker processes, where a second Ctrl-C sent to this process
+    alone (not to its process group, as a terminal does) reaches the workers too: a worker
+    shutting down gracefully stops at once on a second SIGINT."""
+
+    def join_all(self) -> None:
+        for process in self.processes:
+            while process.process.is_alive():
+                process.process.join(0.2)
+                if signal.SIGINT in self.signal_queue:
+                    self.signal_queue.clear()
+                    _log.warning("stopping at once: requests in flight are cancelled")
+                    for each in self.processes:
+                        if each.pid is not None and each.process.is_alive():
+                            os.kill(each.pid, signal.SIGINT)
+
+
+def run_server(
+    settings: Settings,
+    *,
+    host: str,
+    port: int,
+    workers: int = 1,
+    log_config: dict[str, Any] | None = None,
+) -> None:
+    """Serve until interrupted. `log_config` (a dictConfig dictionary, app/observability/logs.py)
+    is applied again by uvicorn in each worker process. With `workers` > 1, uvicorn's
+    supervisor runs that many processes on one socket, each building the app from the
+    environment this process hands down (the database it started), their metrics shared
+    through files (prometheus_client's multiprocess mode)."""
     shown = f"[{host}]" if ":" in host else host
     base_url = f"http://{shown}:{port}"
     keys = hmac_key_source(settings)
+    options: dict[str, Any] = {"host": host, "port": port, "log_config": log_config}
     if workers > 1:
         _hand_down(settings, workers)
-        config = uvicorn_config(
-            "app.main:create_app",
-            settings,
-            factory=True,
-            workers=workers,
-            host=host,
-            port=port,
-            log_level="info",
-        )
-        errors.setLevel(level)  # uvicorn.Config reconfigures its loggers: keep the chosen level
-        _log.info(
-            "serving on %s with %d worker processes (each loads the model: ready when %s/readyz "
-            "answers 200; Ctrl-C stops)",
-            base_url,
-            workers,
-            base_url,
-        )
-        if keys is not None:
-            _log.info("tokens: HMAC secret in %s", keys)
-        run = Multiprocess(config, sockets=[config.bind_socket()]).run
+        with shared_between_workers():
+            config = uvicorn_config(
+                "app.main:create_app", settings, factory=True, workers=workers, **options
+            )
+            _log.info(
+                "serving on %s with %d worker processes (each loads the model: ready when "
+                "%s/readyz answers 200; Ctrl-C stops)",
+                base_url,
+                workers,
+                base_url,
+            )
+            if keys is not None:
+                _log.info("tokens: HMAC secret in %s", keys)
+            _run(_Supervisor(config, sockets=[config.bind_socket()]).run)
     else:
-        config = uvicorn_config(
-            create_app(settings), settings, host=host, port=port, log_level="info"
-        )
-        errors.setLevel(level)
-        run = _AnnouncingServer(config, base_url=base_url, keys=keys).run
+        config = uvicorn_config(create_app(settings), settings, **options)
+        _run(_AnnouncingServer(config, base_url=base_url, keys=keys).run)
+    _log.info("stopped")
+
+
+def _run(run: Any) -> None:
     with contextlib.suppress(KeyboardInterrupt):  # uvicorn re-raises the Ctrl-C it handled
         run()
-    _log.info("stopped")
 
 
 def _hand_down(settings: Settings, workers: int) -> None:

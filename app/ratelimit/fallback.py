@@ -20,13 +20,13 @@ import math
 import time
 from collections.abc import Callable
 
-from prometheus_client import Counter
 from redis.asyncio import Redis
 from redis.asyncio.retry import Retry
 from redis.backoff import NoBackoff
 from redis.exceptions import RedisError
 
 from app.errors import ServiceUnavailable
+from app.observability.metrics import REDIS_FALLBACKS
 from app.ratelimit.memory_limiter import MemoryRateLimiter
 from app.ratelimit.redis_limiter import RedisRateLimiter
 from app.ratelimit.window import Decision, RateLimiter, check_arguments
@@ -34,10 +34,6 @@ from app.settings import RedisFailurePolicy, Settings
 
 logger = logging.getLogger(__name__)
 
-REDIS_FALLBACKS = Counter(
-    "rag_ratelimit_redis_fallback_total",
-    "Rate-limit decisions taken by the in-process limiter because Redis failed.",
-)
 # redis-py wraps socket errors in its own; OSError also covers TimeoutError (asyncio's too).
 _REDIS_FAILURES = (RedisError, OSError)
 

@@ -33,6 +33,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from app.db.models import Collection, Document
 from app.db.tenancy import SessionMaker, tenant_transaction
 from app.errors import Unprocessable
+from app.observability.metrics import DEDUPE_REMOVED, DEDUPE_RUNS
 from app.retrieval.search import index_settings
 
 NEIGHBOURS = 10
@@ -132,6 +133,7 @@ async def find_duplicates(
 ) -> DedupeOutcome:
     """The groups, primary chosen by the strategy; changes nothing."""
     check(request)
+    DEDUPE_RUNS.labels("true" if request.dry_run else "false").inc()
     async with tenant_transaction(
         sessions,
         tenant_id,
@@ -315,6 +317,7 @@ async def merge_duplicates(
             )
             removed.extend(ids)
             kept.append(merged)
+    DEDUPE_REMOVED.inc(len(removed))
     return DedupeOutcome(groups=kept, examined=examined, dry_run=False, removed=removed)
 
 

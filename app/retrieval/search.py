@@ -42,6 +42,7 @@ from app.db.models import Chunk, Collection, Document
 from app.db.scoped import scoped_connection
 from app.db.tenancy import SessionMaker, Setting, tenant_transaction
 from app.embeddings import Embedder
+from app.observability.metrics import observe_search
 from app.retrieval.access import AccessCounter
 from app.retrieval.bm25 import Bm25Params, Bm25Ranking, bm25_ranked, bm25_scores
 from app.retrieval.diversity import mmr
@@ -141,6 +142,7 @@ async def search(
                 hits, total = await _hits(session, vector, scored[: request.top_k]), len(scored)
             shortfall = await _shortfall(session, tenant_id, embedder.model_id, request, hits)
     done = time.perf_counter()
+    observe_search(request.mode, embed_seconds=embedded - started, database_seconds=done - embedded)
     timings = {
         "embed": round((embedded - started) * 1000, 3),
         "database": round((done - embedded) * 1000, 3),
