@@ -22,6 +22,9 @@ from app.observability.metrics import DB_POOL_IN_USE, DB_POOL_OPEN, DB_POOL_TIME
 class MeteredPool(AsyncAdaptedQueuePool):
     """An asyncio queue pool that times the checkouts that had to wait for a connection."""
 
+    # its log lines under SQLAlchemy's namespace, quiet (WARNING) unless configured otherwise
+    _sqla_logger_namespace = "sqlalchemy.pool.impl.MeteredPool"
+
     def _do_get(self) -> ConnectionPoolEntry:
         if self._max_overflow < 0 or self.checkedin() or self.overflow() < self._max_overflow:
             return super()._do_get()  # an idle connection, or room to open one: no wait

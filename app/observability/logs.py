@@ -45,10 +45,19 @@ DETAIL_LOGGERS = (
     "app.embeddings.factory",
     "uvicorn.error",
     "httpx",
+    "httpx2",
 )
 # Loggers that write requests' contents at DEBUG (JSON-RPC messages, SQL parameters, HTTP
 # bodies): held at INFO even with --verbose.
-PAYLOAD_LOGGERS = ("mcp", "httpx", "httpcore", "openai", "sqlalchemy", "python_multipart")
+PAYLOAD_LOGGERS = (
+    "mcp",
+    "httpx",
+    "httpx2",
+    "httpcore",
+    "openai",
+    "sqlalchemy",
+    "python_multipart",
+)
 
 
 def is_request_id(value: str) -> bool:

@@ -57,3 +57,7 @@ def capture(*, verbose: bool) -> Iterator[CapturedLogs]:
         root.removeHandler(handler)
         for name, level in saved.items():
             logging.getLogger(name or None).setLevel(level)
+
+
+# The fake OpenAI server of tests/embeddings: `rag serve` embeds with it and starts in seconds.
+from tests.embeddings.conftest import openai_server  # noqa: E402, F401
