@@ -55,9 +55,11 @@ PAYLOAD_LOGGERS = (
     "httpx2",
     "httpcore",
     "openai",
-    "sqlalchemy",
     "python_multipart",
 )
+# Loggers that are noise at any level below WARNING: SQLAlchemy's statement echo (its
+# `echo` settings are the way to see SQL), the markdown parser's rule tracing.
+QUIET_LOGGERS = ("sqlalchemy", "markdown_it", "asyncio", "filelock", "hpack", "urllib3")
 
 
 def is_request_id(value: str) -> bool:
@@ -126,6 +128,8 @@ def logging_config(log_format: LogFormat, *, verbose: bool = False) -> dict[str,
     }
     for name in PAYLOAD_LOGGERS:
         loggers[name] = {"level": "INFO" if verbose else "WARNING"}
+    for name in QUIET_LOGGERS:
+        loggers[name] = {"level": "WARNING"}
     # uvicorn's own lines go through the same handler; its access log is replaced by ours
     for name in ("uvicorn", "uvicorn.error", "uvicorn.access"):
         loggers.setdefault(name, {}).update({"handlers": [], "propagate": True})

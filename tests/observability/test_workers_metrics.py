@@ -1,0 +1,76 @@
+"""`rag serve --workers 2`: the metrics of both workers in every scrape, whichever answers it
+(prometheus_client's multiprocess mode), and both stopping cleanly on Ctrl-C."""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+from prometheus_client.multiprocess import MultiProcessCollector
+
+from tests.embeddings.fakes import FakeOpenAI
+from tests.observability.scrape import Scrape
+from tests.observability.serve import (
+    OPENAI_KEY,
+    postmaster_pid,
+    running,
+    serve,
+    serve_env,
+    stop_postmaster,
+)
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture
+def data_dir() -> Iterator[Path]:
+    data = Path(tempfile.mkdtemp(prefix="rag-workers-"))
+    yield data
+    stop_postmaster(data / "pgdata")
+    shutil.rmtree(data, ignore_errors=True)
+
+
+def healthz_answered_by(metrics_dir: Path) -> dict[int, float]:
+    """Per worker pid, the /healthz requests its own file counts."""
+    counts = {}
+    for path in metrics_dir.glob("counter_*.db"):
+        pid = int(path.stem.rsplit("_", 1)[1])
+        merged = MultiProcessCollector.merge([str(path)])  # type: ignore[no-untyped-call]
+        counts[pid] = sum(
+            sample.value
+            for family in merged
+            for sample in family.samples
+            if sample.name == "rag_http_requests_total" and sample.labels["route"] == "/healthz"
+        )
+    return counts
+
+
+def test_every_scrape_sums_both_workers(
+    data_dir: Path, openai_server: tuple[FakeOpenAI, str], tmp_path: Path
+) -> None:
+    fake, url = openai_server
+    fake.reset()
+    fake.api_key = OPENAI_KEY
+    metrics_dir = tmp_path / "metrics"
+    metrics_dir.mkdir()
+    (metrics_dir / "counter_1.db").write_bytes(b"left by an earlier run")  # emptied at start
+    env = serve_env(data_dir, url, PROMETHEUS_MULTIPROC_DIR=str(metrics_dir))
+    served = serve(env, tmp_path / "serve.log", "--workers", "2")
+    database = postmaster_pid(data_dir / "pgdata")
+    sent, deadline = 0, time.monotonic() + 120
+    while len([n for n in healthz_answered_by(metrics_dir).values() if n]) < 2:
+        assert time.monotonic() < deadline, "one worker answered every request"
+        for _ in range(10):  # a connection each: the kernel spreads them over the workers
+            assert httpx.get(f"{served.url}/healthz", timeout=10).status_code == 200
+        sent += 10
+    scrapes = [Scrape.parse(httpx.get(f"{served.url}/metrics", timeout=10).text) for _ in range(8)]
+    assert {s.value("rag_http_requests_total", route="/healthz") for s in scrapes} == {sent}
+    assert {s.value("rag_http_requests_in_progress") for s in scrapes} == {1.0}  # the scrape
+    assert served.stop() == 0, served.text()
+    assert not running(database)
+    assert "serving on" in served.text()
