@@ -15,6 +15,7 @@ import time
 from functools import partial
 
 from asgi_correlation_id import CorrelationIdMiddleware
+from prometheus_client import Counter, Histogram
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from app.observability.logs import is_request_id, new_request_id
@@ -40,6 +41,9 @@ RequestId = partial(
 class Observe:
     def __init__(self, app: ASGIApp, *, tenant_label: bool = False) -> None:
         self.app, self.tenant_label = app, tenant_label
+        # the metrics' children by label values: prometheus_client checks and locks on
+        # every labels() call; the label values are bounded (templates, statuses)
+        self._children: dict[tuple[str, str, int, str], tuple[Counter, Histogram]] = {}
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -65,10 +69,15 @@ class Observe:
         method = scope["method"]
         route = getattr(scope.get("route"), "path", None) or UNMATCHED
         tenant = scope.get("state", {}).get(TENANT_STATE)
-        HTTP_REQUESTS.labels(
-            method, route, str(status), tenant_label(self.tenant_label, tenant)
-        ).inc()
-        HTTP_DURATION.labels(method, route).observe(seconds)
+        key = (method, route, status, tenant_label(self.tenant_label, tenant))
+        if (children := self._children.get(key)) is None:
+            children = (
+                HTTP_REQUESTS.labels(*key[:2], str(status), key[3]),
+                HTTP_DURATION.labels(method, route),
+            )
+            self._children[key] = children
+        children[0].inc()
+        children[1].observe(seconds)
         if _log.isEnabledFor(logging.INFO):
             ms = round(seconds * 1000, 1)
             _log.info(

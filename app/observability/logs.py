@@ -7,13 +7,19 @@ template, status, latency and tenant. What is never written: tokens, secrets, qu
 document text, raw paths and query strings (docs/OBSERVABILITY.md; tests/observability).
 
 `logging_config` is a `logging.config.dictConfig` dictionary: `rag serve` applies it, and hands
-it to uvicorn, which applies it again in each worker process of `--workers N`.
+it to uvicorn, which applies it again in each worker process of `--workers N`. Lines are
+formatted and written by a thread of their own (`BackgroundHandler`): a request pays for
+creating its record, never for JSON encoding or a slow stderr (a full pipe would otherwise
+stall the event loop).
 """
 
 from __future__ import annotations
 
+import atexit
 import logging
 import logging.config
+import logging.handlers
+import queue
 import re
 import sys
 import uuid
@@ -116,13 +122,43 @@ class ServiceTextFormatter(logging.Formatter):
         return f"{line} [{request_id}]" if request_id else line
 
 
+class BackgroundHandler(logging.handlers.QueueHandler):
+    """Hands records to a thread that formats them and writes them to stderr. The request id
+    is read here, in the caller's context; the queue is flushed at exit."""
+
+    def __init__(self, formatter: logging.Formatter, stream: TextIO | None = None) -> None:
+        super().__init__(queue.SimpleQueue())
+        self.addFilter(RequestIdFilter())
+        target = logging.StreamHandler(stream or sys.stderr)
+        target.setFormatter(formatter)
+        self.listener = logging.handlers.QueueListener(self.queue, target)
+        self.listener.start()
+        atexit.register(self.close)
+
+    def prepare(self, record: logging.LogRecord) -> logging.LogRecord:
+        return record  # the same process reads it: no copy, formatted by the listener
+
+    def close(self) -> None:
+        if self.listener._thread is not None:  # stop() joins the thread: once
+            self.listener.stop()
+        super().close()
+
+
+def json_handler() -> BackgroundHandler:
+    return BackgroundHandler(ServiceJsonFormatter())
+
+
+def text_handler(verbose: bool = False) -> BackgroundHandler:
+    return BackgroundHandler(ServiceTextFormatter(verbose))
+
+
 def logging_config(log_format: LogFormat, *, verbose: bool = False) -> dict[str, Any]:
     """Everything to stderr through one handler, formatted as `log_format` says (resolved
     here: a worker process's stderr may not say it is a terminal)."""
     if resolve(log_format) is LogFormat.JSON:
-        formatter: dict[str, Any] = {"()": f"{__name__}.ServiceJsonFormatter"}
+        handler: dict[str, Any] = {"()": f"{__name__}.json_handler"}
     else:
-        formatter = {"()": f"{__name__}.ServiceTextFormatter", "verbose": verbose}
+        handler = {"()": f"{__name__}.text_handler", "verbose": verbose}
     loggers: dict[str, dict[str, Any]] = {
         name: {"level": "DEBUG" if verbose else "WARNING"} for name in DETAIL_LOGGERS
     }
@@ -138,16 +174,7 @@ def logging_config(log_format: LogFormat, *, verbose: bool = False) -> dict[str,
     return {
         "version": 1,
         "disable_existing_loggers": False,
-        "filters": {"request_id": {"()": f"{__name__}.RequestIdFilter"}},
-        "formatters": {"service": formatter},
-        "handlers": {
-            "stderr": {
-                "class": "logging.StreamHandler",
-                "stream": "ext://sys.stderr",
-                "formatter": "service",
-                "filters": ["request_id"],
-            }
-        },
+        "handlers": {"stderr": handler},
         "root": {"level": "DEBUG" if verbose else "INFO", "handlers": ["stderr"]},
         "loggers": loggers,
     }
