@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from app.auth import SCOPE_ADMIN, Principal, principal_from_authorization
+from app.db.tenancy import SessionMaker, reading_as
 from app.errors import Forbidden, Unprocessable
 from app.observability.metrics import RATE_LIMIT_DECISIONS, tenant_label
 from app.ratelimit import Decision, limit_for_tier
@@ -29,6 +30,15 @@ class Caller:
     @property
     def tenant_id(self) -> str:
         return self.tenant.id
+
+    def sessions(self, resources: Resources) -> SessionMaker:
+        """Sessions that read as this caller: its tenant transactions see the documents its
+        principals may see (every one for rag:admin and rag:all-documents)."""
+        return reading_as(resources.sessions, self.principal.readers)
+
+    def resources(self, resources: Resources) -> Resources:
+        """`resources` whose sessions and reads (on a replica too) read as this caller."""
+        return resources.reading_as_caller(self.principal.readers)
 
 
 async def admit(

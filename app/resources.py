@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from contextlib import asynccontextmanager, contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TypeVar
 
@@ -16,13 +16,14 @@ from app.auth import TokenVerifier
 from app.citations import ApproxTokenCounter, TokenCounter, load_token_counter
 from app.db.engine import create_engine, create_sessionmaker, vector_column_dimensions
 from app.db.replicas import ReadConsistency, ReplicaSet, watched_replicas
-from app.db.tenancy import SessionMaker
+from app.db.tenancy import SessionMaker, reading_as
 from app.embeddings import Embedder, build_embedder, check_dimensions
 from app.embeddings.local import default_tokenizer_path
 from app.errors import ServiceUnavailable
 from app.ingest.chunking import Chunker, load_tokenizer
 from app.ingest.parsing import ParseLimits, Parser
 from app.ingest.parsing.sandbox import PdfSandbox
+from app.permissions import EVERY_DOCUMENT, Readers
 from app.ratelimit import RateLimiter, build_rate_limiter
 from app.retrieval.access import AccessCounter, flushing
 from app.settings import Settings
@@ -50,6 +51,7 @@ class Resources:
     access: AccessCounter
     usage: UsageRecorder
     replicas: ReplicaSet
+    readers: Readers | None = None  # set by `reading_as_caller`: whose documents reads see
 
     async def read(
         self,
@@ -60,10 +62,20 @@ class Resources:
     ) -> T:
         """`work` on a healthy replica unless `consistency` asks for the primary (or none is
         healthy); a replica failing mid-way is retried once on the primary (app/db/replicas.py).
-        `sessions` stays the primary's: writes, and reads that must see them, use it."""
+        `sessions` stays the primary's: writes, and reads that must see them, use it. The
+        sessions `work` gets read as `readers`, on a replica as on the primary."""
+        readers = self.readers
+
+        async def as_readers(sessions: SessionMaker) -> T:
+            return await work(sessions if readers is None else reading_as(sessions, readers))
+
         return await self.replicas.read(
-            self.sessions, work, consistency=consistency, recheck_missing=recheck_missing
+            self.sessions, as_readers, consistency=consistency, recheck_missing=recheck_missing
         )
+
+    def reading_as_caller(self, readers: Readers) -> Resources:
+        """These resources with every transaction, writes and reads, reading as `readers`."""
+        return replace(self, sessions=reading_as(self.sessions, readers), readers=readers)
 
 
 @asynccontextmanager
@@ -87,9 +99,11 @@ async def open_resources(
     try:
         check_dimensions(embedder, await _column_dimensions(engine, settings))
         with sandboxed_parser(settings) as parser:
+            # The counters are the service's own bookkeeping: every document of the tenant.
+            counted = reading_as(sessions, EVERY_DOCUMENT)
             async with (
                 flushing(
-                    AccessCounter(), sessions, every_seconds=settings.access_flush_seconds
+                    AccessCounter(), counted, every_seconds=settings.access_flush_seconds
                 ) as access,
                 watched_replicas(settings, engine) as replicas,
             ):

@@ -82,6 +82,12 @@ class Settings(BaseSettings):
     jwt_issuer: str | None = None
     jwt_leeway_seconds: int = Field(default=30, ge=0, le=600)
     jwt_tenant_claim: str = "tenant_id"
+    jwt_groups_claim: str = Field(
+        default="groups",
+        min_length=1,
+        description="The claim listing the caller's groups (a list of strings); each one "
+        "becomes the principal group:<name> of document access lists (docs/PERMISSIONS.md).",
+    )
     jwt_max_token_bytes: int = Field(default=8192, ge=256)
     tenant_cache_seconds: float = Field(default=5.0, ge=0)
     usage_flush_seconds: float = Field(default=10.0, gt=0)

@@ -169,10 +169,10 @@ async def remove(
 
 
 @router.get("/tenants/{tenant_id}/stats", summary="A tenant's statistics", responses=errors(404))
-async def stats(tenant_id: TenantPath, _caller: AdminCaller, resources: ResourcesDep) -> StatsOut:
+async def stats(tenant_id: TenantPath, caller: AdminCaller, resources: ResourcesDep) -> StatsOut:
     """Documents, chunks by embedding model, storage, and traffic in the last hour and day."""
     await resources.usage.flush(resources.sessions)
-    return StatsOut.of(tenant_id, await statistics(resources.sessions, tenant_id))
+    return StatsOut.of(tenant_id, await statistics(caller.sessions(resources), tenant_id))
 
 
 @router.get("/audit", summary="The audit log of admin actions, newest first")

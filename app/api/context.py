@@ -114,7 +114,7 @@ async def build_context(
     """The most relevant chunks as a numbered context block with citations."""
     resources.usage.record(caller.tenant_id, "searches")
     request = request_of(resources, body)
-    outcome = await resources.read(
+    outcome = await caller.resources(resources).read(
         lambda sessions: retrieve_context(
             sessions,
             resources.embedder,

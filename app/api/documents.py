@@ -11,7 +11,7 @@ from pydantic import JsonValue, ValidationError
 from starlette.datastructures import UploadFile as StarletteUpload
 
 from app.api import examples
-from app.api.deps import IngestCaller, ResourcesDep, SearchCaller
+from app.api.deps import Caller, IngestCaller, ResourcesDep, SearchCaller
 from app.api.documents_models import (
     METADATA,
     BatchIn,
@@ -21,16 +21,19 @@ from app.api.documents_models import (
     DocumentIn,
     DocumentList,
     DocumentOut,
+    DocumentPatch,
     ExternalId,
     IngestOut,
     Title,
     Url,
+    access_form,
+    to_change,
     to_input,
 )
 from app.api.openapi import GATED, WITH_BODY, errors
 from app.db.tenancy import tenant_transaction
 from app.errors import AppError, PayloadTooLarge, Unprocessable
-from app.ingest.catalog import delete_document, get_document, list_documents
+from app.ingest.catalog import delete_document, get_document, list_documents, update_document
 from app.ingest.documents import DocumentInput, ingest_document, ingest_documents
 from app.ingest.parsing import sniff_source_type
 from app.ingest.store import DEFAULT_COLLECTION
@@ -41,13 +44,13 @@ router = APIRouter(prefix="/api/rag/documents", tags=["documents"], responses=GA
 UPLOAD_CHUNK = 1024 * 1024
 
 
-async def _ingest(resources: Resources, tenant_id: str, document: DocumentInput) -> IngestOut:
-    resources.usage.record(tenant_id, "ingests")
+async def _ingest(resources: Resources, caller: Caller, document: DocumentInput) -> IngestOut:
+    resources.usage.record(caller.tenant_id, "ingests")
     result = await ingest_document(
-        resources.sessions,
+        caller.sessions(resources),
         resources.embedder,
         chunker=resources.chunker,
-        tenant_id=tenant_id,
+        tenant_id=caller.tenant_id,
         document=document,
         parser=resources.parser,
     )
@@ -67,7 +70,7 @@ async def create_document(
     response: Response,
 ) -> IngestOut:
     """Ingest one document; the same `external_id` again updates it (200 if unchanged)."""
-    out = await _ingest(resources, caller.tenant_id, to_input(body))
+    out = await _ingest(resources, caller, to_input(body))
     response.status_code = status.HTTP_201_CREATED if out.changed else status.HTTP_200_OK
     return out
 
@@ -85,7 +88,7 @@ async def create_documents(
         raise PayloadTooLarge(f"a batch holds at most {limit} documents (RAG_BATCH_MAX_DOCUMENTS)")
     resources.usage.record(caller.tenant_id, "ingests", len(body.documents))
     outcomes = await ingest_documents(
-        resources.sessions,
+        caller.sessions(resources),
         resources.embedder,
         chunker=resources.chunker,
         tenant_id=caller.tenant_id,
@@ -118,6 +121,13 @@ async def upload_document(
     collection: Annotated[CollectionName, Form()] = DEFAULT_COLLECTION,
     source_url: Annotated[Url | None, Form()] = None,
     metadata: Annotated[str | None, Form(description="A JSON object.")] = None,
+    access: Annotated[
+        str | None,
+        Form(
+            description="Who may see it: principals separated by commas, or a JSON array "
+            "(user:<subject>, group:<name>); empty: every member of the tenant."
+        ),
+    ] = None,
 ) -> IngestOut:
     """Ingest a file; its type is sniffed from the content, not trusted from the name."""
     data = await read_capped(file, resources.settings.upload_max_bytes)
@@ -130,8 +140,9 @@ async def upload_document(
         collection=collection,
         source_url=source_url,
         metadata=metadata_form(metadata),
+        access=access_form(access),
     )
-    out = await _ingest(resources, caller.tenant_id, document)
+    out = await _ingest(resources, caller, document)
     response.status_code = status.HTTP_201_CREATED if out.changed else status.HTTP_200_OK
     return out
 
@@ -170,7 +181,7 @@ async def list_all(
     limit: Annotated[int, Query(ge=1, le=200)] = 50,
     offset: Annotated[int, Query(ge=0, le=MAX_OFFSET)] = 0,
 ) -> DocumentList:
-    async with tenant_transaction(resources.sessions, caller.tenant_id) as session:
+    async with tenant_transaction(caller.sessions(resources), caller.tenant_id) as session:
         found, total = await list_documents(
             session, collection=collection, limit=limit, offset=offset
         )
@@ -183,8 +194,29 @@ async def list_all(
 async def read(
     document_id: uuid.UUID, caller: SearchCaller, resources: ResourcesDep
 ) -> DocumentOut:
-    async with tenant_transaction(resources.sessions, caller.tenant_id) as session:
+    async with tenant_transaction(caller.sessions(resources), caller.tenant_id) as session:
         return DocumentOut.of(await get_document(session, document_id))
+
+
+@router.patch(
+    "/{document_id}",
+    summary="Change a document's metadata or access list",
+    responses={**WITH_BODY, **errors(404, 409)},
+)
+async def patch(
+    document_id: uuid.UUID,
+    body: Annotated[DocumentPatch, Body(openapi_examples=examples.DOCUMENT_PATCH)],
+    caller: IngestCaller,
+    resources: ResourcesDep,
+) -> DocumentOut:
+    """Change metadata and/or `access` without re-embedding; the chunks follow in the same
+    transaction. A document the caller cannot see is not found, as an unknown one."""
+    async with tenant_transaction(caller.sessions(resources), caller.tenant_id) as session:
+        change = to_change(body)
+        summary = await update_document(
+            session, document_id, change, readers=caller.principal.readers
+        )
+        return DocumentOut.of(summary)
 
 
 @router.delete(
@@ -192,5 +224,5 @@ async def read(
 )
 async def delete(document_id: uuid.UUID, caller: IngestCaller, resources: ResourcesDep) -> None:
     """Delete a document and its chunks."""
-    async with tenant_transaction(resources.sessions, caller.tenant_id) as session:
+    async with tenant_transaction(caller.sessions(resources), caller.tenant_id) as session:
         await delete_document(session, document_id)

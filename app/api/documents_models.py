@@ -16,12 +16,15 @@ from pydantic import (
     JsonValue,
     StringConstraints,
     TypeAdapter,
+    ValidationError,
 )
 
-from app.ingest.catalog import DocumentSummary
+from app.errors import Unprocessable
+from app.ingest.catalog import DocumentChange, DocumentSummary
 from app.ingest.documents import DocumentInput, IngestResult, PrecomputedChunk
 from app.ingest.parsing import SourceType
 from app.ingest.store import DEFAULT_COLLECTION
+from app.permissions import MAX_ACCESS_PRINCIPALS, normalized_access
 from app.storable import PG_INT_MAX, storable, unstorable_reason
 
 METADATA_MAX_BYTES = 64 * 1024
@@ -68,6 +71,36 @@ Url = Annotated[
 ]
 Metadata = Annotated[dict[str, JsonValue], AfterValidator(_bounded_metadata)]
 METADATA = TypeAdapter(Metadata)
+AccessList = Annotated[
+    list[str],
+    Field(
+        max_length=MAX_ACCESS_PRINCIPALS,
+        description="Who may see the document: principals `user:<subject>` and "
+        "`group:<name>`. Empty: every member of the tenant (docs/PERMISSIONS.md).",
+        examples=[["group:hr", "user:alice@example.com"]],
+    ),
+    AfterValidator(lambda values: list(normalized_access(values))),
+]
+ACCESS = TypeAdapter(AccessList)
+
+
+def access_form(raw: str | None) -> tuple[str, ...]:
+    """The upload form's `access` field: a JSON array, or principals separated by commas."""
+    if raw is None or not raw.strip():
+        return ()
+    try:
+        values = json.loads(raw) if raw.lstrip().startswith("[") else raw.split(",")
+    except json.JSONDecodeError as error:
+        raise Unprocessable(f"access is not valid JSON: {error.msg}") from None
+    if isinstance(values, list) and all(isinstance(v, str) for v in values):
+        values = [v.strip() for v in values]
+    try:
+        return tuple(ACCESS.validate_python(values))
+    except ValidationError as error:
+        message = error.errors()[0]["msg"]
+        raise Unprocessable(
+            f"access: {message}", extra={"errors": [{"field": "access", "message": message}]}
+        ) from None
 
 
 class Strict(BaseModel):
@@ -95,6 +128,20 @@ class DocumentIn(Strict):
     metadata: Metadata = {}
     chunks: Annotated[list[ChunkIn] | None, Field(min_length=1, max_length=10_000)] = None
     embedding_model: Annotated[str | None, StringConstraints(max_length=200), NoNul] = None
+    access: AccessList = []
+
+
+class DocumentPatch(Strict):
+    """What PATCH changes; a field left out stays as it is. Never re-embeds."""
+
+    metadata: Metadata | None = None
+    access: AccessList | None = None
+
+
+def to_change(body: DocumentPatch) -> DocumentChange:
+    access = None if body.access is None else tuple(body.access)
+    metadata = None if body.metadata is None else dict(body.metadata)
+    return DocumentChange(metadata=metadata, access=access)
 
 
 def to_input(body: DocumentIn) -> DocumentInput:
@@ -114,6 +161,7 @@ def to_input(body: DocumentIn) -> DocumentInput:
         metadata=dict(body.metadata),
         chunks=chunks,
         embedding_model=body.embedding_model,
+        access=tuple(body.access),
     )
 
 
@@ -127,6 +175,9 @@ class IngestOut(BaseModel):
     unchanged: int = Field(description="Chunks whose stored vector was reused.")
     created: bool
     changed: bool
+    access: list[str] = Field(
+        default_factory=list, description="Who may see it; empty: every member of the tenant."
+    )
 
     @classmethod
     def from_result(cls, result: IngestResult) -> Self:
@@ -140,6 +191,7 @@ class IngestOut(BaseModel):
             unchanged=result.unchanged,
             created=result.created,
             changed=result.changed,
+            access=list(result.access),
         )
 
 
@@ -173,6 +225,7 @@ class DocumentOut(BaseModel):
     source_type: str
     source_url: str | None
     metadata: dict[str, JsonValue]
+    access: list[str] = Field(description="Who may see it; empty: every member of the tenant.")
     chunks: int
     access_count: int = Field(
         description="How often search, context and similar returned it (flushed every few "
@@ -192,6 +245,7 @@ class DocumentOut(BaseModel):
             source_type=doc.source_type,
             source_url=doc.source_url,
             metadata=doc.metadata_,
+            access=list(doc.access),
             chunks=doc.chunk_count,
             access_count=doc.access_count,
             created_at=doc.created_at,

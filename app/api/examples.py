@@ -78,6 +78,24 @@ DOCUMENT: dict[str, Example] = {
             "content": "<h1>Status</h1><p>All systems operational.</p>",
         },
     ),
+    "restricted": Example(
+        summary="A document only HR and one person may see",
+        value={
+            "title": "Salary bands 2026",
+            "external_id": "salary-bands",
+            "content": "Band 3 starts at 58,000.",
+            "access": ["group:hr", "user:alice@example.com"],
+        },
+    ),
+}
+
+DOCUMENT_PATCH: dict[str, Example] = {
+    "access": Example(
+        summary="Restrict a document to two groups (never re-embeds)",
+        value={"access": ["group:hr", "group:legal"]},
+    ),
+    "public": Example(summary="Open it to every member of the tenant", value={"access": []}),
+    "metadata": Example(summary="Replace its metadata", value={"metadata": {"team": "people"}}),
 }
 
 BATCH: dict[str, Example] = {

@@ -13,7 +13,14 @@ from starlette.datastructures import FormData, UploadFile
 from app.api import examples
 from app.api.deps import IngestCaller, ResourcesDep, SearchCaller
 from app.api.documents import metadata_form, read_capped
-from app.api.documents_models import METADATA, CollectionName, ExternalId, Title, Url
+from app.api.documents_models import (
+    METADATA,
+    CollectionName,
+    ExternalId,
+    Title,
+    Url,
+    access_form,
+)
 from app.api.jobs_models import JobAccepted, JobDocumentsIn, JobList, JobOut, JobStatus
 from app.api.openapi import GATED, WITH_BODY, errors
 from app.db.tenancy import tenant_transaction
@@ -21,11 +28,14 @@ from app.errors import BadRequest, PayloadTooLarge, Unprocessable, UnsupportedMe
 from app.ingest.parsing import sniff_source_type
 from app.ingest.store import DEFAULT_COLLECTION
 from app.jobs import JobInput, JobLimits, cancel_job, get_job, list_jobs, submit_job
+from app.permissions import USER_PREFIX
 from app.settings import Settings
 
 router = APIRouter(prefix="/api/rag/jobs", tags=["jobs"], responses=GATED)
 PATH = "/api/rag/jobs"
-_FORM_FIELDS = {"files", "file", "title", "external_id", "collection", "source_url", "metadata"}
+_FORM_FIELDS = {
+    *("files", "file", "title", "external_id", "collection", "source_url", "metadata", "access")
+}
 _SUBMIT_BODY = {
     "requestBody": {
         "required": True,
@@ -75,8 +85,15 @@ async def submit(
         max_queued_jobs=resources.settings.job_max_queued_jobs,
         max_queued_bytes=resources.settings.job_max_queued_bytes,
     )
-    async with tenant_transaction(resources.sessions, caller.tenant_id) as session:
-        job_id = await submit_job(session, tenant_id=caller.tenant_id, inputs=inputs, limits=limits)
+    async with tenant_transaction(caller.sessions(resources), caller.tenant_id) as session:
+        job_id = await submit_job(
+            session,
+            tenant_id=caller.tenant_id,
+            inputs=inputs,
+            limits=limits,
+            submitter=USER_PREFIX + caller.principal.subject,
+            readers=caller.principal.readers,
+        )
     response.headers["Location"] = f"{PATH}/{job_id}"
     size = sum(len(item.content) for item in inputs)
     return JobAccepted(job_id=job_id, status="queued", documents=len(inputs), bytes=size)
@@ -91,7 +108,7 @@ async def list_all(
     offset: Annotated[int, Query(ge=0, le=1_000_000)] = 0,
 ) -> JobList:
     """The tenant's jobs, newest first."""
-    async with tenant_transaction(resources.sessions, caller.tenant_id) as session:
+    async with tenant_transaction(caller.sessions(resources), caller.tenant_id) as session:
         jobs, total = await list_jobs(session, status=status_, limit=limit, offset=offset)
     return JobList(items=[JobOut.of(job) for job in jobs], total=total, limit=limit, offset=offset)
 
@@ -99,7 +116,7 @@ async def list_all(
 @router.get("/{job_id}", summary="A job's status and progress", responses=errors(404))
 async def read(job_id: uuid.UUID, caller: SearchCaller, resources: ResourcesDep) -> JobOut:
     """Status, progress, per-document results and timings; 404 for another tenant's job."""
-    async with tenant_transaction(resources.sessions, caller.tenant_id) as session:
+    async with tenant_transaction(caller.sessions(resources), caller.tenant_id) as session:
         return JobOut.of(await get_job(session, job_id))
 
 
@@ -111,7 +128,7 @@ async def read(job_id: uuid.UUID, caller: SearchCaller, resources: ResourcesDep)
 )
 async def cancel(job_id: uuid.UUID, caller: IngestCaller, resources: ResourcesDep) -> JobOut:
     """Cancel: a queued job never runs; a running one stops after the document in progress."""
-    async with tenant_transaction(resources.sessions, caller.tenant_id) as session:
+    async with tenant_transaction(caller.sessions(resources), caller.tenant_id) as session:
         return JobOut.of(await cancel_job(session, job_id))
 
 
@@ -156,6 +173,7 @@ async def _json_inputs(request: Request) -> list[JobInput]:
             "collection": doc.collection,
             "source_url": doc.source_url,
             "metadata": dict(doc.metadata),
+            "access": list(doc.access),
         }
         inputs.append(
             JobInput(doc.content.encode(), True, doc.source_type.value, doc.title, fields)
@@ -192,6 +210,7 @@ async def _form_inputs(form: FormData, settings: Settings) -> list[JobInput]:
         or DEFAULT_COLLECTION,
         "source_url": _valid(Url, _text_field(form, "source_url"), "source_url"),
         "metadata": METADATA.dump_python(metadata_form(_text_field(form, "metadata"))),
+        "access": list(access_form(_text_field(form, "access"))),
     }
     inputs = []
     for upload in files:

@@ -43,7 +43,7 @@ async def search_chunks(
     """The tenant's most relevant chunks, each with its source."""
     request = request_of(resources, body)
     resources.usage.record(caller.tenant_id, "searches")
-    outcome = await resources.read(
+    outcome = await caller.resources(resources).read(
         lambda sessions: search(
             sessions,
             resources.embedder,

@@ -98,7 +98,7 @@ async def similar_chunks(
         search_scope=search_scope,
         collections=collections,
     )
-    outcome = await resources.read(
+    outcome = await caller.resources(resources).read(
         lambda sessions: similar_to_chunk(
             sessions,
             tenant_id=caller.tenant_id,
@@ -138,7 +138,7 @@ async def similar_documents(
         search_scope=search_scope,
         collections=collections,
     )
-    outcome = await resources.read(
+    outcome = await caller.resources(resources).read(
         lambda sessions: similar_to_document(
             sessions,
             tenant_id=caller.tenant_id,
@@ -173,6 +173,7 @@ async def dedupe_documents(
         collections=body.collections,
         use_index=body.use_index,
         ef_search=body.ef_search or resources.settings.search_ef_search_default,
+        across_access=body.across_access,
     )
 
     async def run(sessions: SessionMaker) -> DedupeOutcome:
@@ -185,5 +186,5 @@ async def dedupe_documents(
 
     # A preview may read a replica; a merge reads and deletes on the primary.
     if body.dry_run:
-        return DedupeOut.of(await resources.read(run, consistency=consistency))
-    return DedupeOut.of(await run(resources.sessions))
+        return DedupeOut.of(await caller.resources(resources).read(run, consistency=consistency))
+    return DedupeOut.of(await run(caller.sessions(resources)))

@@ -54,6 +54,11 @@ class DedupeIn(BaseModel):
             "found 98.9% of planted pairs, 100 found 99.9%.",
         ),
     ] = None
+    across_access: bool = Field(
+        default=False,
+        description="Also pair documents whose access lists differ (a merge then deletes "
+        "documents some readers could see in favour of one they may not): off by default.",
+    )
 
 
 class DocumentRef(BaseModel):
@@ -64,6 +69,7 @@ class DocumentRef(BaseModel):
     created_at: datetime
     updated_at: datetime
     access_count: int
+    access: list[str] = Field(default_factory=list, description="Who may see it.")
 
     @classmethod
     def of(cls, doc: Examined) -> Self:
@@ -75,6 +81,7 @@ class DocumentRef(BaseModel):
             created_at=doc.created_at,
             updated_at=doc.updated_at,
             access_count=doc.access_count,
+            access=list(doc.access),
         )
 
 

@@ -3,6 +3,7 @@
 from app.auth.keys import AuthConfigError
 from app.auth.tokens import (
     SCOPE_ADMIN,
+    SCOPE_ALL_DOCUMENTS,
     SCOPE_INGEST,
     SCOPE_SEARCH,
     Principal,
@@ -14,6 +15,7 @@ from app.auth.tokens import (
 
 __all__ = [
     "SCOPE_ADMIN",
+    "SCOPE_ALL_DOCUMENTS",
     "SCOPE_INGEST",
     "SCOPE_SEARCH",
     "AuthConfigError",

@@ -30,12 +30,16 @@ from app.auth.keys import (
     load_keys,
 )
 from app.errors import Unauthenticated
+from app.permissions import Readers, is_group_name
 from app.settings import Settings
 from app.storable import is_tenant_id
 
 SCOPE_SEARCH = "rag:search"
 SCOPE_INGEST = "rag:ingest"
 SCOPE_ADMIN = "rag:admin"
+# Sees every document of its tenant, whatever its access list (so does rag:admin):
+# docs/PERMISSIONS.md says to whom to give it.
+SCOPE_ALL_DOCUMENTS = "rag:all-documents"
 
 _KEY_ID = re.compile(r"[0-9a-f]{8}")
 _SEGMENT = re.compile(r"[A-Za-z0-9_-]*")
@@ -44,14 +48,22 @@ _SCOPE_CLAIMS = ("scope", "scp", "scopes")
 
 @dataclass(frozen=True, slots=True)
 class Principal:
-    """Who is calling: the tenant the token acts for, its subject and its scopes."""
+    """Who is calling: the tenant the token acts for, its subject, scopes and groups."""
 
     tenant_id: str
     subject: str
     scopes: frozenset[str]
+    groups: frozenset[str] = frozenset()
 
     def has_scope(self, scope: str) -> bool:
         return scope in self.scopes
+
+    @property
+    def readers(self) -> Readers:
+        """The principals whose documents this caller may see (user:<sub>, group:<g>), or
+        every document of the tenant for rag:all-documents and rag:admin."""
+        everything = self.has_scope(SCOPE_ALL_DOCUMENTS) or self.has_scope(SCOPE_ADMIN)
+        return Readers.of(subject=self.subject, groups=self.groups, all_documents=everything)
 
 
 def invalid_token(reason: str) -> Unauthenticated:
@@ -83,6 +95,7 @@ class TokenVerifier:
         issuer: str | None = None,
         leeway_seconds: float = 0,
         tenant_claim: str = "tenant_id",
+        groups_claim: str = "groups",
         max_token_bytes: int = 8192,
         clock: Callable[[], float] = time.time,
     ) -> None:
@@ -90,6 +103,7 @@ class TokenVerifier:
         self.algorithms = frozenset(key.algorithm for key in self._keys)
         self._audience, self._issuer = audience, issuer
         self._leeway, self._tenant_claim = leeway_seconds, tenant_claim
+        self._groups_claim = groups_claim
         self._max_token_bytes, self._clock = max_token_bytes, clock
 
     @classmethod
@@ -101,6 +115,7 @@ class TokenVerifier:
             issuer=settings.jwt_issuer,
             leeway_seconds=settings.jwt_leeway_seconds,
             tenant_claim=settings.jwt_tenant_claim,
+            groups_claim=settings.jwt_groups_claim,
             max_token_bytes=settings.jwt_max_token_bytes,
         )
 
@@ -132,6 +147,7 @@ class TokenVerifier:
             tenant_id=tenant_id,
             subject=_required_string(claims, "sub"),
             scopes=_scopes(claims),
+            groups=_groups(claims, self._groups_claim),
         )
 
     def _candidates(self, algorithm: str, kid: object) -> list[VerificationKey]:
@@ -182,6 +198,7 @@ def issue_token(
     subject: str,
     scopes: Iterable[str],
     ttl_seconds: int,
+    groups: Iterable[str] = (),
     now: float | None = None,
 ) -> str:
     """A token signed with RAG_JWT_SECRET (HS256 unless only another HS* is allowed) for dev use."""
@@ -202,6 +219,11 @@ def issue_token(
         "iat": issued_at,
         "exp": issued_at + ttl_seconds,
     }
+    if chosen := sorted(set(groups)):
+        bad = [g for g in chosen if not is_group_name(g)]
+        if bad:
+            raise ValueError(f"not a group name: {bad[0]!r}")
+        claims[settings.jwt_groups_claim] = chosen
     if settings.jwt_audience is not None:
         claims["aud"] = settings.jwt_audience
     if settings.jwt_issuer is not None:
@@ -288,3 +310,16 @@ def _scopes(claims: Mapping[str, object]) -> frozenset[str]:
             raise invalid_token(f"invalid claim '{name}'")
         scopes.update(part for item in items for part in str(item).split())
     return frozenset(scopes)
+
+
+def _groups(claims: Mapping[str, object], name: str) -> frozenset[str]:
+    """The groups claim: absent is no group; anything but a list of group names is a 401
+    (a caller whose groups cannot be read must not be treated as having none)."""
+    value = claims.get(name)
+    if value is None:
+        return frozenset()
+    if not isinstance(value, list) or not all(
+        isinstance(item, str) and is_group_name(item) for item in value
+    ):
+        raise invalid_token(f"invalid claim '{name}' (a list of group names)")
+    return frozenset(value)

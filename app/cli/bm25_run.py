@@ -12,7 +12,8 @@ from app.cli.settings import load_settings
 from app.db import bm25
 from app.db.engine import create_engine, create_sessionmaker
 from app.db.models import Tenant
-from app.db.tenancy import registry_transaction
+from app.db.tenancy import reading_as, registry_transaction
+from app.permissions import EVERY_DOCUMENT
 from app.settings import Settings
 
 
@@ -27,7 +28,7 @@ async def _each(
     assert settings.database_url is not None
     engine = create_engine(settings.database_url.get_secret_value(), pool_size=1)
     try:
-        sessions = create_sessionmaker(engine)
+        sessions = reading_as(create_sessionmaker(engine), EVERY_DOCUMENT)  # every chunk
         if not tenants:
             async with registry_transaction(sessions) as session:
                 tenants = list(await session.scalars(select(Tenant.id).order_by(Tenant.id)))

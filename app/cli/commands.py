@@ -183,6 +183,13 @@ def token(
     scopes: Annotated[str, typer.Option(help="Space-separated scopes.")] = "rag:search rag:ingest",
     ttl: Annotated[int, typer.Option(help="Lifetime in seconds.", min=1)] = 3600,
     subject: Annotated[str, typer.Option(help="The `sub` claim.")] = "cli",
+    groups: Annotated[
+        str,
+        typer.Option(
+            help="Comma-separated groups (the groups claim): the caller sees documents whose "
+            "access list names group:<one of them>."
+        ),
+    ] = "",
 ) -> None:
     """Print a signed HS256 token (RAG_JWT_SECRET, or the embedded mode's own secret)."""
     from app.auth import issue_token
@@ -190,10 +197,18 @@ def token(
     from app.cli.settings import load_settings
 
     settings = load_settings()
-    sys.stdout.write(
-        issue_token(
-            settings, tenant_id=tenant, subject=subject, scopes=scopes.split(), ttl_seconds=ttl
+    chosen = [group.strip() for group in groups.split(",") if group.strip()]
+    try:
+        signed = issue_token(
+            settings,
+            tenant_id=tenant,
+            subject=subject,
+            scopes=scopes.split(),
+            groups=chosen,
+            ttl_seconds=ttl,
         )
-        + "\n"
-    )
+    except ValueError as error:
+        typer.echo(f"--groups: {error}", err=True)
+        raise typer.Exit(2) from None
+    sys.stdout.write(signed + "\n")
     typer.echo(f"signed with the secret in {hmac_key_source(settings)}", err=True)

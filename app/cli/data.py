@@ -29,6 +29,25 @@ ModeOption = Annotated[Mode, typer.Option(help="vector, keyword or hybrid.")]
 MaxResults = Annotated[int, typer.Option(min=1, max=20)]
 Threshold = Annotated[float | None, typer.Option(min=0.1, max=1.0)]
 Collections = Annotated[list[str] | None, typer.Option("--collection", help="Only these.")]
+AccessOption = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--access",
+        help="Who may see the documents: user:<subject> or group:<name> (repeat it, or "
+        "separate with commas). Left out: every member of the tenant.",
+    ),
+]
+
+
+def access_list(values: list[str] | None) -> tuple[str, ...]:
+    """--access values (repeated or comma-separated) as an access list; exit 2 when bad."""
+    from app.permissions import normalized_access
+
+    parts = [part.strip() for value in values or [] for part in value.split(",") if part.strip()]
+    try:
+        return normalized_access(parts)
+    except ValueError as error:
+        fail(f"--access: {error}")
 
 
 def ingest(
@@ -37,6 +56,7 @@ def ingest(
     collection: CollectionOption = None,
     url: UrlOption = None,
     token: TokenOption = None,
+    access: AccessOption = None,
     background: Annotated[
         bool,
         typer.Option(
@@ -56,6 +76,7 @@ def ingest(
     from app.cli.files import collect
     from app.cli.views import failure_lines, summary_table
 
+    chosen = access_list(access)
     files = collect(paths)
     errors = Console(stderr=True)
     if not files:
@@ -67,12 +88,14 @@ def ingest(
         from app.cli import remote as over_http
 
         send = over_http.ingest_background if background else over_http.ingest
-        summary = send(target, files, collection=collection, console=errors)
+        summary = send(target, files, collection=collection, access=chosen, console=errors)
     else:
         who = required_tenant(tenant)  # before the import: a missing --tenant fails at once
         from app.cli import local
 
-        summary = local.ingest(files, tenant=who, collection=collection, console=errors)
+        summary = local.ingest(
+            files, tenant=who, collection=collection, access=chosen, console=errors
+        )
     Console().print(summary_table(summary))
     if summary.failed:
         for line in failure_lines(summary):

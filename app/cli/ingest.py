@@ -23,6 +23,7 @@ async def ingest_files(
     *,
     tenant_id: str,
     collection: str,
+    access: tuple[str, ...] = (),
     console: Console,
 ) -> Summary:
     """Files go to the service in batches (one embedding call and one write transaction per
@@ -46,7 +47,8 @@ async def ingest_files(
         for file in files:
             progress.update(task, description=file.external_id[-40:])
             try:
-                batch.append((file, await _read(services, file, collection=collection)))
+                document = await _read(services, file, collection=collection, access=access)
+                batch.append((file, document))
             except AppError as error:
                 summary.failed[file.external_id] = error.detail
                 progress.advance(task)
@@ -64,7 +66,9 @@ def _size(batch: list[tuple[SourceFile, DocumentInput]]) -> int:
     return sum(len(document.content) for _, document in batch)
 
 
-async def _read(services: Services, file: SourceFile, *, collection: str) -> DocumentInput:
+async def _read(
+    services: Services, file: SourceFile, *, collection: str, access: tuple[str, ...]
+) -> DocumentInput:
     limit = services.settings.upload_max_bytes
     path = anyio.Path(file.path)
     if (await path.stat()).st_size > limit:
@@ -78,6 +82,7 @@ async def _read(services: Services, file: SourceFile, *, collection: str) -> Doc
         external_id=file.external_id,
         collection=collection,
         metadata={"filename": file.path.name},
+        access=access,
     )
 
 

@@ -29,11 +29,12 @@ from app.cli.services import Services, open_services
 from app.cli.settings import load_settings
 from app.cli.views import Summary
 from app.db.engine import create_engine, create_sessionmaker
-from app.db.tenancy import SessionMaker, tenant_transaction
+from app.db.tenancy import SessionMaker, reading_as, tenant_transaction
 from app.errors import AppError
 from app.ingest import catalog
 from app.ingest import reindex as reindexing
 from app.ingest.store import DEFAULT_COLLECTION
+from app.permissions import EVERY_DOCUMENT
 from app.resources import build_token_counter
 from app.retrieval import SearchRequest, retrieve_context, search_request
 from app.retrieval import search as run_search
@@ -68,7 +69,8 @@ def _run_catalog(tenant: str, work: Callable[[SessionMaker], Awaitable[T]]) -> T
         assert settings.database_url is not None
         engine = create_engine(settings.database_url.get_secret_value(), pool_size=1)
         try:
-            sessions = create_sessionmaker(engine)
+            # the operator's command: every document of the tenant (docs/PERMISSIONS.md)
+            sessions = reading_as(create_sessionmaker(engine), EVERY_DOCUMENT)
             await TenantDirectory(sessions, ttl_seconds=0).require_active(tenant)
             return await work(sessions)
         finally:
@@ -120,12 +122,17 @@ def _request(services: Services, body: SearchIn) -> SearchRequest:
 
 
 def ingest(
-    files: list[SourceFile], *, tenant: str, collection: str | None, console: Console
+    files: list[SourceFile],
+    *,
+    tenant: str,
+    collection: str | None,
+    access: tuple[str, ...] = (),
+    console: Console,
 ) -> Summary:
     async def work(services: Services) -> Summary:
         chosen = collection or DEFAULT_COLLECTION
         return await ingest_files(
-            services, files, tenant_id=tenant, collection=chosen, console=console
+            services, files, tenant_id=tenant, collection=chosen, access=access, console=console
         )
 
     return _run(tenant, work)

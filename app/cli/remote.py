@@ -48,7 +48,12 @@ def connect(target: Remote) -> Iterator[RagClient]:
 
 
 def ingest(
-    target: Remote, files: list[SourceFile], *, collection: str | None, console: Console
+    target: Remote,
+    files: list[SourceFile],
+    *,
+    collection: str | None,
+    access: Sequence[str] = (),
+    console: Console,
 ) -> Summary:
     """Upload each file (its type is sniffed by the service); a file that fails is listed in
     the summary, and the others still go. A refused token stops it all."""
@@ -69,18 +74,26 @@ def ingest(
         task = progress.add_task("sending", total=total, done=0, files=len(files))
         for done, file in enumerate(files, start=1):
             progress.update(task, description=file.external_id[-40:])
-            _send(rag, file, collection=collection, summary=summary)
+            _send(rag, file, collection=collection, access=access, summary=summary)
             progress.update(task, advance=file.size, done=done)
     return summary
 
 
-def _send(rag: RagClient, file: SourceFile, *, collection: str | None, summary: Summary) -> None:
+def _send(
+    rag: RagClient,
+    file: SourceFile,
+    *,
+    collection: str | None,
+    access: Sequence[str],
+    summary: Summary,
+) -> None:
     try:
         result = rag.upload(
             file.path,
             external_id=file.external_id,
             collection=collection,
             metadata={"filename": file.path.name},
+            access=list(access),
         )
     except (Unauthorized, Forbidden):
         raise
@@ -102,7 +115,12 @@ JOB_BYTES = 64 * 1024 * 1024
 
 
 def ingest_background(
-    target: Remote, files: list[SourceFile], *, collection: str | None, console: Console
+    target: Remote,
+    files: list[SourceFile],
+    *,
+    collection: str | None,
+    access: Sequence[str] = (),
+    console: Console,
 ) -> Summary:
     """Submit the files as ingestion jobs, then show the service's progress until they end;
     the summary is the jobs' per-document results."""
@@ -112,6 +130,7 @@ def ingest_background(
             rag.submit(
                 [(file.external_id, file.path.read_bytes()) for file in batch],
                 collection=collection,
+                access=list(access),
             ).job_id
             for batch in _batches(files)
         ]

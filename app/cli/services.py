@@ -7,10 +7,11 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass
 
 from app.db.engine import create_engine, create_sessionmaker
-from app.db.tenancy import SessionMaker
+from app.db.tenancy import SessionMaker, reading_as
 from app.embeddings import Embedder, build_embedder
 from app.ingest.chunking import Chunker
 from app.ingest.parsing import Parser
+from app.permissions import EVERY_DOCUMENT
 from app.resources import build_chunker, sandboxed_parser
 from app.settings import Settings
 from app.tenants import TenantDirectory
@@ -27,11 +28,13 @@ class Services:
 
 @asynccontextmanager
 async def open_services(settings: Settings, *, tenant_id: str | None) -> AsyncIterator[Services]:
-    """Engine, model and chunker; checks first that `tenant_id` exists and is active."""
+    """Engine, model and chunker; checks first that `tenant_id` exists and is active. The
+    data commands run on the database's host as its operator: they read every document of a
+    tenant, whatever its access list (docs/PERMISSIONS.md)."""
     assert settings.database_url is not None
     engine = create_engine(settings.database_url.get_secret_value(), pool_size=2)
     try:
-        sessions = create_sessionmaker(engine)
+        sessions = reading_as(create_sessionmaker(engine), EVERY_DOCUMENT)
         if tenant_id is not None:
             await TenantDirectory(sessions, ttl_seconds=0).require_active(tenant_id)
         embedder = await build_embedder(settings)

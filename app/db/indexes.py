@@ -31,7 +31,14 @@ from sqlalchemy.ext.asyncio import AsyncConnection, create_async_engine
 
 from app.db.engine import async_url
 from app.db.models import Chunk, Tenant
-from app.db.tenancy import Computed, SessionMaker, registry_transaction, tenant_transaction
+from app.db.tenancy import (
+    Computed,
+    SessionMaker,
+    reading_as,
+    registry_transaction,
+    tenant_transaction,
+)
+from app.permissions import EVERY_DOCUMENT
 
 HNSW_OPTIONS = "m = 16, ef_construction = 64"
 SHARED_INDEX = "ix_chunks_embedding_hnsw"
@@ -188,7 +195,8 @@ async def maintain_dedicated_indexes(
     """What `rag index` and the service's own upkeep (app/db/autoindex.py) do: count each
     tenant's chunks as the runtime role, then drop and build dedicated indexes as the owner,
     CONCURRENTLY, by `plan_indexes`."""
-    counts = await chunk_counts(sessions)
+    # every chunk counts, whoever may read it: the service's own bookkeeping
+    counts = await chunk_counts(reading_as(sessions, EVERY_DOCUMENT))
     changes: list[IndexChange] = []
     async with index_connection(owner_url, maintenance_work_mem=maintenance_work_mem) as conn:
         plan = plan_indexes(counts, await dedicated_indexes(conn), min_chunks=min_chunks)

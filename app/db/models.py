@@ -25,6 +25,7 @@ from sqlalchemy import (
     Text,
     UniqueConstraint,
     func,
+    text,
 )
 from sqlalchemy.dialects.postgresql import ARRAY, JSONB, TSVECTOR, UUID
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
@@ -109,8 +110,17 @@ class Collection(Base):
 class Document(Base):
     __tablename__ = "documents"
     __table_args__ = (
-        UniqueConstraint("tenant_id", "collection_id", "external_id"),
+        # Identity: (collection, external_id, access list), migration 0008.
+        Index(
+            "uq_documents_tenant_id_collection_id_external_id_access",
+            "tenant_id",
+            "collection_id",
+            "external_id",
+            func.rag_access_key(text("access")),
+            unique=True,
+        ),
         UniqueConstraint("tenant_id", "id"),
+        UniqueConstraint("tenant_id", "id", "access"),
         ForeignKeyConstraint(
             ["tenant_id", "collection_id"],
             ["collections.tenant_id", "collections.id"],
@@ -118,6 +128,7 @@ class Document(Base):
         ),
         CheckConstraint("source_type in ('text', 'markdown', 'html', 'pdf')", name="source_type"),
         Index(None, "tenant_id", "created_at"),
+        Index(None, "access", postgresql_using="gin"),
         Index(
             "ix_documents_embedding_hnsw",
             "embedding",
@@ -140,6 +151,8 @@ class Document(Base):
         "metadata", JSONB, nullable=False, server_default="{}"
     )
     content_hash: Mapped[str] = mapped_column(String(64), nullable=False)
+    # Who may see it (app/permissions.py); empty: every member of the tenant.
+    access: Mapped[list[str]] = mapped_column(ARRAY(Text), nullable=False, server_default="{}")
     chunk_count: Mapped[int] = mapped_column(Integer, nullable=False, server_default="0")
     # The normalised mean of the chunk vectors (of `embedding_model`): a document's neighbours
     # are one probe of its own HNSW index (app/retrieval/similar.py).
@@ -155,12 +168,21 @@ class Chunk(Base):
     __tablename__ = "chunks"
     __table_args__ = (
         UniqueConstraint("document_id", "chunk_index"),
+        # The document's access list too: a chunk's always equals its document's, and a
+        # change of the document's rewrites its chunks' (ON UPDATE CASCADE, migration 0008).
         ForeignKeyConstraint(
-            ["tenant_id", "document_id"],
-            ["documents.tenant_id", "documents.id"],
+            ["tenant_id", "document_id", "access"],
+            ["documents.tenant_id", "documents.id", "documents.access"],
             ondelete="CASCADE",
+            onupdate="CASCADE",
         ),
         Index(None, "tenant_id", "collection_id"),
+        Index(None, "access", postgresql_using="gin"),
+        Index(
+            "ix_chunks_tenant_id_unrestricted",
+            "tenant_id",
+            postgresql_where=text("access = '{}'"),
+        ),
         Index(
             "ix_chunks_embedding_hnsw",
             "embedding",
@@ -202,6 +224,8 @@ class Chunk(Base):
     metadata_: Mapped[dict[str, Any]] = mapped_column(
         "metadata", JSONB, nullable=False, server_default="{}"
     )
+    # Its document's access list (the foreign key keeps them equal): search filters on it.
+    access: Mapped[list[str]] = mapped_column(ARRAY(Text), nullable=False, server_default="{}")
     created_at: Mapped[datetime] = _created_at()
 
 

@@ -29,7 +29,7 @@ import asyncpg
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from app.db.failures import CONNECTION_ERRORS
-from app.db.tenancy import Computed, SessionMaker, Setting
+from app.db.tenancy import Computed, SessionMaker, Setting, transaction_settings
 
 SAVEPOINT = "rag_scoped"
 
@@ -63,7 +63,9 @@ async def scoped_connection(
     committed on success, rolled back on error. A sessionmaker bound to a connection that is
     already in a transaction (a caller's own, or the tests' rolled back after each test) gets
     a savepoint in it instead."""
-    scope = {**(settings or {}), "app.tenant_id": tenant_id}
+    # the tenant and who reads (the caller's principals), exactly as the session path sets them
+    info = {**(sessions.kw.get("info") or {}), "tenant_id": tenant_id, "settings": settings or {}}
+    scope = transaction_settings(info)
     bind = sessions.kw["bind"]
     if isinstance(bind, AsyncConnection):
         async with _savepoint(bind, scope) as driver:

@@ -5,10 +5,18 @@ transaction, transaction-locally (`set_config(..., true)`), so a pooled connecti
 carries a tenant into the next request. Row-level security does the rest: no tenant set
 means no rows. `info={"settings": {...}}` sets other parameters (`hnsw.ef_search`, …) the
 same way, in the same statement.
+
+Beside the tenant, every tenant transaction carries who reads (`app.permissions.Readers`):
+`app.principals` (a JSON array) and `app.all_documents` ('on' or ''), which the policies on
+documents and chunks read (migration 0008). A session maker made by `reading_as` puts its
+readers into every session's info; without them a transaction sees only the documents that
+have no access list (fail closed). `transaction_settings` is the one place that turns a
+session's info into these settings: any path that sets them by other means calls it too.
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
@@ -19,7 +27,10 @@ from sqlalchemy.exc import DBAPIError
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from sqlalchemy.orm import Session, SessionTransaction
 
+from app.permissions import NO_READERS, Readers
+
 SessionMaker = async_sessionmaker[AsyncSession]
+READERS = "readers"  # the session info key `reading_as` fills
 
 
 @dataclass(frozen=True, slots=True)
@@ -34,11 +45,39 @@ class Computed:
 Setting = str | Computed
 
 
+def reading_as(sessions: SessionMaker, readers: Readers) -> SessionMaker:
+    """The same sessions, each of whose tenant transactions reads as `readers`."""
+    kw = dict(sessions.kw)
+    kw["info"] = {**kw.get("info", {}), READERS: readers}
+    return async_sessionmaker(class_=sessions.class_, **kw)
+
+
+def readers_of_sessions(sessions: SessionMaker) -> Readers:
+    """Who the transactions of `sessions` read as (for checks before a write)."""
+    return readers_of(sessions.kw.get("info") or {})
+
+
+def readers_of(info: Mapping[str, Any]) -> Readers:
+    readers = info.get(READERS, NO_READERS)
+    return readers if isinstance(readers, Readers) else NO_READERS
+
+
+def transaction_settings(info: Mapping[str, Any]) -> dict[str, Setting]:
+    """The transaction-local settings of a session with this info: its `settings`, and for a
+    tenant session the tenant and its readers (always all three, so a savepoint or a reused
+    connection never keeps a previous transaction's)."""
+    local: dict[str, Setting] = dict(info.get("settings", {}))
+    if (tenant_id := info.get("tenant_id")) is not None:
+        readers = readers_of(info)
+        local["app.tenant_id"] = str(tenant_id)
+        local["app.principals"] = json.dumps(sorted(readers.principals))
+        local["app.all_documents"] = "on" if readers.all_documents else ""
+    return local
+
+
 @event.listens_for(Session, "after_begin")
 def _scope_to_tenant(session: Session, _tx: SessionTransaction, conn: Connection) -> None:
-    local: dict[str, Setting] = dict(session.info.get("settings", {}))
-    if (tenant_id := session.info.get("tenant_id")) is not None:
-        local["app.tenant_id"] = str(tenant_id)
+    local = transaction_settings(session.info)
     if not local:
         return
     # One round trip for all of them; names and plain values are bound parameters.

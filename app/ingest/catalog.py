@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import uuid
 from dataclasses import dataclass
+from typing import Any
 
-from sqlalchemy import delete, func, select
+from sqlalchemy import delete, func, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.db.models import Chunk, Collection, Document
-from app.errors import NotFound
+from app.errors import Conflict, NotFound, Unprocessable
+from app.permissions import Readers
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,6 +58,68 @@ async def get_document(session: AsyncSession, document_id: uuid.UUID) -> Documen
     return DocumentSummary(*row)
 
 
+@dataclass(frozen=True, slots=True)
+class DocumentChange:
+    """What PATCH may change; None leaves it as it is."""
+
+    metadata: dict[str, Any] | None = None
+    access: tuple[str, ...] | None = None  # normalized (app/permissions.py)
+
+
+async def update_document(
+    session: AsyncSession, document_id: uuid.UUID, change: DocumentChange, *, readers: Readers
+) -> DocumentSummary:
+    """Change a document's metadata and/or access list, never its text or vectors. Its chunks
+    follow in the same transaction: metadata by one UPDATE, the access list by the foreign
+    key's ON UPDATE CASCADE. A document the session cannot see is not found."""
+    current = await get_document(session, document_id)
+    doc = current.document
+    values: dict[Any, Any] = {Document.updated_at: func.now()}
+    if change.access is not None and list(change.access) != doc.access:
+        if not readers.may_see(change.access):
+            raise Unprocessable(
+                "access: the list must name you (user:<your subject>) or one of your groups: "
+                "you could not see the document any more",
+                extra={"errors": [{"field": "access", "message": "excludes the caller"}]},
+            )
+        await _refuse_twin(session, doc, change.access)
+        values[Document.access] = list(change.access)
+    if change.metadata is not None:
+        values[Document.metadata_] = change.metadata
+        await session.execute(
+            update(Chunk)
+            .where(Chunk.document_id == document_id)
+            .values({Chunk.metadata_: change.metadata})
+            .execution_options(synchronize_session=False)
+        )
+    await session.execute(
+        update(Document)
+        .where(Document.id == document_id)
+        .values(values)
+        .execution_options(synchronize_session=False)
+    )
+    await session.refresh(doc)
+    return current
+
+
+async def _refuse_twin(session: AsyncSession, doc: Document, access: tuple[str, ...]) -> None:
+    """409 when another document has the same collection, external id and the new access
+    list (one the caller sees, since it may see that list)."""
+    twin = await session.scalar(
+        select(Document.id).where(
+            Document.collection_id == doc.collection_id,
+            Document.external_id == doc.external_id,
+            Document.access == list(access),
+            Document.id != doc.id,
+        )
+    )
+    if twin is not None:
+        raise Conflict(
+            f"document {twin} already has external_id {doc.external_id!r} with that access "
+            "list: delete one of the two first"
+        )
+
+
 async def delete_document(session: AsyncSession, document_id: uuid.UUID) -> None:
     """Delete the document; its chunks go with it (ON DELETE CASCADE)."""
     result = await session.execute(delete(Document).where(Document.id == document_id))
@@ -80,14 +144,16 @@ class CollectionCount:
 
 
 async def collection_counts(session: AsyncSession) -> list[CollectionCount]:
-    """The session tenant's collections by name, with their document and chunk counts."""
+    """The session tenant's collections by name, with their document and chunk counts: those
+    holding a document the session may see. A collection's name can say what it holds, and
+    one whose documents are all invisible must look like one that does not exist."""
     stmt = (
         select(
             Collection.name,
             func.count(Document.id),
             func.coalesce(func.sum(Document.chunk_count), 0),
         )
-        .outerjoin(Document, Document.collection_id == Collection.id)
+        .join(Document, Document.collection_id == Collection.id)
         .group_by(Collection.id, Collection.name)
         .order_by(Collection.name)
     )

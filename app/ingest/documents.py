@@ -27,9 +27,9 @@ import anyio
 import numpy as np
 from sqlalchemy.exc import DBAPIError
 
-from app.db.tenancy import SessionMaker, tenant_transaction
+from app.db.tenancy import SessionMaker, readers_of_sessions, tenant_transaction
 from app.embeddings import Embedder
-from app.errors import AppError, Unprocessable
+from app.errors import AppError, Conflict, Unprocessable
 from app.ingest.chunking import ChunkDraft, Chunker, embedded_text
 from app.ingest.parsing import ParsedDocument, Parser, SourceType
 from app.ingest.store import (
@@ -70,6 +70,7 @@ class DocumentInput:
     metadata: dict[str, Any] = field(default_factory=dict)
     chunks: Sequence[PrecomputedChunk] | None = None
     embedding_model: str | None = None
+    access: tuple[str, ...] = ()  # normalized (app/permissions.py); empty: every member
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,6 +84,7 @@ class IngestResult:
     unchanged: int
     created: bool
     changed: bool
+    access: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -109,7 +111,7 @@ class _Pending:
 
     @property
     def key(self) -> DocumentKey:
-        return (self.document.collection, self.external_id)
+        return (self.document.collection, self.external_id, self.document.access)
 
 
 async def ingest_document(
@@ -151,8 +153,15 @@ async def ingest_documents(
     (app/ingest/parsing/limits.py); the service's reads PDFs in a killable sandbox."""
     outcomes: list[IngestResult | AppError | None] = [None] * len(documents)
     prepared = await anyio.to_thread.run_sync(_prepare_all, documents, chunker, embedder, parser)
+    readers = readers_of_sessions(sessions)
     pending: list[_Pending] = []
     for index, (document, ready) in enumerate(zip(documents, prepared, strict=True)):
+        if not isinstance(ready, AppError) and not readers.may_see(document.access):
+            ready = Unprocessable(
+                "access: the list must name you (user:<your subject>) or one of your groups: "
+                "you could not see the document",
+                extra={"errors": [{"field": "access", "message": "excludes the caller"}]},
+            )
         if isinstance(ready, AppError):
             outcomes[index] = ready
             continue
@@ -200,7 +209,9 @@ async def _ingest_round(
         previous = await stored_versions(session, [item.key for item in items])
         for item in items:
             stored = previous.get(item.key)
-            if stored is not None and _is_unchanged(item, stored, model_id):
+            if stored is None and (other := _under_other_access(item, previous)) is not None:
+                done.append((item, other))
+            elif stored is not None and _is_unchanged(item, stored, model_id):
                 done.append((item, _unchanged(stored, item)))
             else:
                 changed.append(item)
@@ -223,6 +234,23 @@ async def _ingest_round(
             (item, _result(item, outcome, known) if isinstance(outcome, Written) else outcome)
         )
     return done
+
+
+def _under_other_access(
+    item: _Pending, previous: dict[DocumentKey, StoredVersion]
+) -> Conflict | None:
+    """A 409 when the caller sees this collection and external id under another access list:
+    ingesting would make a second document beside it (a list is changed with PATCH). Only
+    documents the caller can see are in `previous`: an invisible one never answers."""
+    collection, external_id, _ = item.key
+    for (name, other_id, access), stored in previous.items():
+        if (name, other_id) == (collection, external_id):
+            return Conflict(
+                f"document {stored.document_id} has external_id {external_id!r} in collection "
+                f"{collection!r} with access {list(access)}: change its access with "
+                f"PATCH /api/rag/documents/{stored.document_id}, or delete it first"
+            )
+    return None
 
 
 def _is_unchanged(item: _Pending, stored: StoredVersion, model: str) -> bool:
@@ -271,6 +299,7 @@ def _new_version(item: _Pending, vectors: dict[str, list[float]], model_id: str)
         source_url=document.source_url,
         metadata=document.metadata,
         content_hash=item.content_hash,
+        access=document.access,
     )
     return NewVersion(row, rows)
 
@@ -438,6 +467,7 @@ def _unchanged(previous: StoredVersion, item: _Pending) -> IngestResult:
         unchanged=previous.chunk_count,
         created=False,
         changed=False,
+        access=item.document.access,
     )
 
 
@@ -456,4 +486,5 @@ def _result(item: _Pending, written: Written, known: dict[str, list[float]]) -> 
         unchanged=chunks - embedded,
         created=written.created,
         changed=True,
+        access=item.document.access,
     )

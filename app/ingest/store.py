@@ -39,15 +39,19 @@ class DocumentRow:
     source_url: str | None
     metadata: dict[str, Any]
     content_hash: str
+    access: tuple[str, ...] = ()
 
 
-DocumentKey = tuple[str, str]  # (collection name, external id)
+# (collection name, external id, access list): a document's identity. Two documents may share
+# an external id under different access lists (docs/PERMISSIONS.md).
+DocumentKey = tuple[str, str, tuple[str, ...]]
 
 
 async def stored_versions(
     session: AsyncSession, keys: Collection_[DocumentKey]
 ) -> dict[DocumentKey, StoredVersion]:
-    """The stored version of each of these documents that exists, in one query."""
+    """The stored version of each of these documents that the session may see, in one query;
+    also those with the same collection and external id under another access list."""
     if not keys:
         return {}
     models = (
@@ -62,15 +66,18 @@ async def stored_versions(
             Document.id,
             Document.content_hash,
             Document.chunk_count,
+            Document.access,
             models,
         )
         .join(Collection, Collection.id == Document.collection_id)
-        .where(tuple_(Collection.name, Document.external_id).in_(list(keys)))
+        .where(tuple_(Collection.name, Document.external_id).in_([k[:2] for k in keys]))
     )
     return {
-        (name, external_id): StoredVersion(document_id, content_hash, count, frozenset(found or ()))
-        for name, external_id, document_id, content_hash, count, found in await session.execute(
-            stmt
+        (name, external_id, tuple(access)): StoredVersion(
+            document_id, content_hash, count, frozenset(found or ())
+        )
+        for name, external_id, document_id, content_hash, count, access, found in (
+            await session.execute(stmt)
         )
     }
 
@@ -140,16 +147,19 @@ async def write_versions(
     }
     # In key order: two batches that share documents then lock them in the same order and
     # wait for each other instead of deadlocking.
-    in_key_order = sorted(versions, key=lambda v: (v.document.collection, v.document.external_id))
+    in_key_order = sorted(
+        versions, key=lambda v: (v.document.collection, v.document.external_id, v.document.access)
+    )
     upsert = await session.execute(
         DOCUMENT_UPSERT, [_document_values(tenant_id, v, collections) for v in in_key_order]
     )
     written = {
-        (coll_id, external_id): Written(document_id, bool(created))
-        for document_id, coll_id, external_id, created in upsert
+        (coll_id, external_id, tuple(access)): Written(document_id, bool(created))
+        for document_id, coll_id, external_id, access, created in upsert
     }
     by_version = [
-        written[(collections[v.document.collection], v.document.external_id)] for v in versions
+        written[(collections[v.document.collection], v.document.external_id, v.document.access)]
+        for v in versions
     ]
     replaced = [w.document_id for w in by_version if not w.created]
     if replaced:
@@ -160,6 +170,7 @@ async def write_versions(
             "tenant_id": tenant_id,
             "document_id": w.document_id,
             "collection_id": collections[v.document.collection],
+            "access": list(v.document.access),  # equal to the document's (the foreign key)
         }
         for v, w in zip(versions, by_version, strict=True)
         for chunk in v.chunks
@@ -211,6 +222,7 @@ def _document_values(
         "source_url": document.source_url,
         "metadata": document.metadata,
         "content_hash": document.content_hash,
+        "access": list(document.access),
         "chunk_count": len(version.chunks),
     }
 
@@ -222,12 +234,18 @@ def _document_upsert() -> Any:
     stmt = pg_insert(table)
     changed = ("title", "source_type", "source_url", "metadata", "content_hash", "chunk_count")
     return stmt.on_conflict_do_update(
-        index_elements=[table.c.tenant_id, table.c.collection_id, table.c.external_id],
+        index_elements=[
+            table.c.tenant_id,
+            table.c.collection_id,
+            table.c.external_id,
+            func.rag_access_key(table.c.access),
+        ],
         set_={table.c[name]: stmt.excluded[name] for name in (*changed, "updated_at")},
     ).returning(
         table.c.id,
         table.c.collection_id,
         table.c.external_id,
+        table.c.access,
         literal_column("xmax = 0"),  # xmax 0: a fresh insert
     )
 

@@ -10,18 +10,19 @@ import os
 import time
 import uuid
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from sqlalchemy import text
 
-from app.db.tenancy import SessionMaker, tenant_transaction
+from app.db.tenancy import SessionMaker, reading_as, tenant_transaction
 from app.embeddings import Embedder
 from app.errors import AppError
 from app.ingest.chunking import Chunker
 from app.ingest.documents import DocumentInput, IngestResult, ingest_documents
 from app.ingest.parsing import Parser, SourceType
 from app.jobs.store import FINAL, queue_turn
+from app.permissions import Readers
 
 PROGRESS_BATCH = 64  # chunks embedded between two progress writes
 
@@ -73,9 +74,12 @@ async def run_turn(services: JobServices, *, job_id: uuid.UUID, tenant_id: str) 
 async def _run_next(services: JobServices, *, job_id: uuid.UUID, tenant_id: str) -> bool:
     """Ingest the next document; False when the job has finished (or was cancelled)."""
     async with tenant_transaction(services.sessions, tenant_id) as session:
-        cancel = await session.scalar(
-            text("select cancel_requested from ingest_jobs where id = :id"), {"id": job_id}
-        )
+        cancel, readers = (
+            await session.execute(
+                text("select cancel_requested, readers from ingest_jobs where id = :id"),
+                {"id": job_id},
+            )
+        ).one()
         item = None
         if not cancel:
             item = (
@@ -91,7 +95,10 @@ async def _run_next(services: JobServices, *, job_id: uuid.UUID, tenant_id: str)
         if item is None:
             await _finish(session, job_id, cancelled=bool(cancel))
             return False
-    result = await _ingest(services, item, job_id=job_id, tenant_id=tenant_id)
+    # Written as whoever submitted the job: its documents' access lists are checked against
+    # the submitter's principals, as a synchronous ingest's would be.
+    writer = replace(services, sessions=reading_as(services.sessions, Readers.from_json(readers)))
+    result = await _ingest(writer, item, job_id=job_id, tenant_id=tenant_id)
     async with tenant_transaction(services.sessions, tenant_id) as session:
         await session.execute(
             text(
@@ -186,6 +193,7 @@ def _document(item: Any) -> DocumentInput:
         collection=fields["collection"],
         source_url=fields.get("source_url"),
         metadata=fields.get("metadata") or {},
+        access=tuple(fields.get("access") or ()),
     )
 
 
@@ -211,6 +219,7 @@ def _result(item: Any, outcome: IngestResult | AppError, seconds: float) -> dict
         "unchanged": outcome.unchanged,
         "created": outcome.created,
         "changed": outcome.changed,
+        "access": list(outcome.access),
     }
 
 

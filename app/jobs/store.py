@@ -14,6 +14,7 @@ from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.errors import NotFound, PayloadTooLarge, RateLimited
+from app.permissions import Readers
 
 QUEUE = "ingest"
 TASK = "rag.ingest_turn"
@@ -64,11 +65,27 @@ class JobView:
 _COLUMNS = ", ".join(JobView.__slots__)
 
 
+# Jobs are the tenant's (queue limits count them all), but a job's results name the documents
+# it wrote: a caller sees the jobs it submitted (`submitter` among its principals), or every
+# job with the all-documents flag. Read from the transaction's settings (app/db/tenancy.py).
+_VISIBLE = (
+    "(submitter is null or (select rag_all_documents())"
+    " or array[submitter] && (select rag_principals()))"
+)
+
+
 async def submit_job(
-    session: AsyncSession, *, tenant_id: str, inputs: Sequence[JobInput], limits: JobLimits
+    session: AsyncSession,
+    *,
+    tenant_id: str,
+    inputs: Sequence[JobInput],
+    limits: JobLimits,
+    submitter: str,
+    readers: Readers,
 ) -> uuid.UUID:
     """Store the job and its inputs and queue its first turn, atomically; 429/413 past the
-    tenant's limits on queued jobs and queued bytes."""
+    tenant's limits on queued jobs and queued bytes. The job's documents are written later as
+    `readers` (who submitted it), and only `submitter` (or an all-documents caller) sees it."""
     size = sum(len(item.content) for item in inputs)
     active, pending = (
         await session.execute(
@@ -93,10 +110,17 @@ async def submit_job(
     job_id = uuid.uuid4()
     await session.execute(
         text(
-            "insert into ingest_jobs (id, tenant_id, documents_total, bytes_total, bytes_pending)"
-            " values (:id, :t, :n, :b, :b)"
+            "insert into ingest_jobs (id, tenant_id, documents_total, bytes_total, bytes_pending,"
+            " submitter, readers) values (:id, :t, :n, :b, :b, :who, cast(:readers as jsonb))"
         ),
-        {"id": job_id, "t": tenant_id, "n": len(inputs), "b": size},
+        {
+            "id": job_id,
+            "t": tenant_id,
+            "n": len(inputs),
+            "b": size,
+            "who": submitter,
+            "readers": json.dumps(readers.to_json()),
+        },
     )
     await session.execute(
         text(
@@ -147,7 +171,8 @@ async def queue_turn(
 async def get_job(session: AsyncSession, job_id: uuid.UUID) -> JobView:
     row = (
         await session.execute(
-            text(f"select {_COLUMNS} from ingest_jobs where id = :id"), {"id": job_id}
+            text(f"select {_COLUMNS} from ingest_jobs where id = :id and {_VISIBLE}"),
+            {"id": job_id},
         )
     ).one_or_none()
     if row is None:
@@ -158,7 +183,7 @@ async def get_job(session: AsyncSession, job_id: uuid.UUID) -> JobView:
 async def list_jobs(
     session: AsyncSession, *, status: str | None, limit: int, offset: int
 ) -> tuple[list[JobView], int]:
-    where = "where status = :status" if status else ""
+    where = f"where {_VISIBLE}" + (" and status = :status" if status else "")
     params: dict[str, Any] = {"status": status, "limit": limit, "offset": offset}
     rows = await session.execute(
         text(
@@ -174,7 +199,7 @@ async def list_jobs(
 async def cancel_job(session: AsyncSession, job_id: uuid.UUID) -> JobView:
     """A queued job is cancelled at once and never runs; a running one stops after the
     document in progress; a finished one is left as it is."""
-    await get_job(session, job_id)  # 404 for an unknown id or another tenant's
+    await get_job(session, job_id)  # 404 for an unknown id, another tenant's or user's
     cancelled = await session.execute(
         text(
             "update ingest_jobs set status = 'cancelled', cancel_requested = true,"

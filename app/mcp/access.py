@@ -5,7 +5,8 @@ A door admits the caller (MCP over HTTP: the bearer token, in api/mcp.py; over s
 `acting(...)`; the SDK runs the tools in that context, so a tool reads it with `current()`.
 Every tool call and resource read then passes `admitted()`: the tenant is still active (a
 suspension takes effect within the tenant cache's seconds) and one request is spent from the
-tenant's budget, the same budget as the HTTP API's.
+tenant's budget, the same budget as the HTTP API's. The access it returns holds sessions that
+read as the caller (its principals: docs/PERMISSIONS.md), so no tool can read past them.
 
 Errors: an `AppError` (unknown id, rate limit, a query too long) and a pydantic validation
 error become the SDK's `ToolError`, so the client gets an `isError` result with a clear message
@@ -69,7 +70,9 @@ async def admitted() -> ToolAccess:
     if access.on_decision is not None:
         access.on_decision(decision)
     raise_if_denied(decision)
-    return ToolAccess(caller, resources, access.on_decision, access.consistency)
+    # Every tool reads as the caller: its sessions, and its reads on a replica, carry the
+    # caller's principals.
+    return ToolAccess(caller, caller.resources(resources), access.on_decision, access.consistency)
 
 
 def tool_errors(fn: Callable[P, Awaitable[R]]) -> Callable[P, Awaitable[R]]:

@@ -16,6 +16,11 @@ a document that changed since it was examined (`updated_at`) or vanished is neit
 kept as primary, and the remaining ones are regrouped from their current vectors; only those
 still connected to the primary are deleted (their chunks go by cascade). A second run finds
 nothing more to remove.
+
+Permissions: only documents the caller may see are examined (row-level security), so a group
+never shows or deletes one it cannot see. Two documents with different access lists are not
+duplicates of each other unless `across_access` is asked for: merging them would take a
+document from the readers of one list and leave its text to the readers of the other.
 """
 
 from __future__ import annotations
@@ -62,6 +67,7 @@ class DedupeRequest:
     collections: Sequence[str] | None = None
     use_index: bool = True
     ef_search: int | None = None  # None: PROBE_EF_SEARCH
+    across_access: bool = False  # pair documents whose access lists differ
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,6 +81,7 @@ class Examined:
     created_at: datetime
     updated_at: datetime
     access_count: int
+    access: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -145,6 +152,7 @@ async def find_duplicates(
             pairs = await _index_pairs(session, tenant_id, model_id, ids, request)
         else:
             pairs = await _exact_pairs(session, ids, request.similarity_threshold)
+    pairs = _same_access(pairs, docs, request)
     groups = [
         _group([docs[i] for i in members], edges, request.merge_strategy)
         for members, edges in components(pairs)
@@ -165,6 +173,7 @@ async def _examined(
             Document.created_at,
             Document.updated_at,
             Document.access_count,
+            Document.access,
         )
         .join(Collection, Collection.id == Document.collection_id)
         .where(
@@ -177,7 +186,20 @@ async def _examined(
     )
     if request.collections is not None:
         stmt = stmt.where(Collection.name.in_(list(request.collections)))
-    return {row[0]: Examined(*row) for row in await session.execute(stmt)}
+    return {
+        row[0]: Examined(*row[:-1], access=tuple(row[-1])) for row in await session.execute(stmt)
+    }
+
+
+def _same_access(
+    pairs: dict[tuple[uuid.UUID, uuid.UUID], float],
+    docs: dict[uuid.UUID, Examined],
+    request: DedupeRequest,
+) -> dict[tuple[uuid.UUID, uuid.UUID], float]:
+    """The pairs whose two documents share their access list (all of them `across_access`)."""
+    if request.across_access:
+        return pairs
+    return {(a, b): s for (a, b), s in pairs.items() if docs[a].access == docs[b].access}
 
 
 # One LATERAL k-NN probe of the documents' HNSW index per listed document. The tenant and model
@@ -341,6 +363,7 @@ async def _recheck(
         return None  # the primary changed or went: decide again on a fresh run
     ids = list(current)
     pairs = exact_pairs(ids, np.asarray([current[i] for i in ids]), request.similarity_threshold)
+    pairs = _same_access(pairs, seen, request)
     for members, edges in components(pairs):
         if group.primary.id in members:
             duplicates = [seen[i] for i in members if i != group.primary.id]

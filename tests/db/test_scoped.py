@@ -161,7 +161,7 @@ async def test_the_direct_search_equals_the_session_search(
         request = SearchRequest(query="solar power", top_k=3, threshold=threshold)
         direct = await search(one_connection, embedder, tenant_id=tenant_id, request=request)
         async with tenant_transaction(one_connection, tenant_id) as session:
-            where = _where(tenant_id, embedder.model_id, request)
+            where = _where(tenant_id, embedder.model_id, request, [])
             expected, total = await _nearest_hits(
                 session, await embedder.embed_query("solar power"), where, request
             )

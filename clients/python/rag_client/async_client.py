@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import time
 import uuid
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from os import PathLike
 from types import TracebackType
 from typing import Self, TypeVar, Unpack
 
 import anyio
 import httpx
+from pydantic import JsonValue
 
 from rag_client import calls
 from rag_client.admin_models import AuditPage, Tenant, TenantPage, TenantStats
@@ -29,6 +30,7 @@ from rag_client.models import (
     BatchResult,
     ContextResult,
     Document,
+    DocumentChange,
     DocumentPage,
     IngestResult,
     NewDocument,
@@ -149,6 +151,21 @@ class AsyncRagClient:
 
     async def delete_document(self, document_id: uuid.UUID | str) -> None:
         await self._send(calls.delete_document(document_id))
+
+    async def update_document(
+        self,
+        document_id: uuid.UUID | str,
+        *,
+        metadata: Mapping[str, JsonValue] | None = None,
+        access: Sequence[str] | None = None,
+    ) -> Document:
+        """Change a document's metadata and/or access list (PATCH; never re-embeds). `access`
+        lists principals (`user:<sub>`, `group:<name>`); [] opens it to the whole tenant."""
+        change = DocumentChange(
+            metadata=None if metadata is None else dict(metadata),
+            access=None if access is None else list(access),
+        )
+        return await self._send(calls.update_document(document_id, change))
 
     # similar and dedupe
 

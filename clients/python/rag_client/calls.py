@@ -30,6 +30,7 @@ from rag_client.models import (
     ContextQuery,
     ContextResult,
     Document,
+    DocumentChange,
     DocumentPage,
     Filters,
     IngestResult,
@@ -125,6 +126,7 @@ class DocumentOptions(TypedDict, total=False):
     metadata: Mapping[str, JsonValue] | None
     chunks: Sequence[PrecomputedChunk] | None
     embedding_model: str | None
+    access: Sequence[str] | None
 
 
 class UploadOptions(TypedDict, total=False):
@@ -135,6 +137,7 @@ class UploadOptions(TypedDict, total=False):
     collection: str | None
     source_url: str | None
     metadata: Mapping[str, JsonValue] | None
+    access: Sequence[str] | None
 
 
 def ingest(content: str, options: DocumentOptions) -> Call[IngestResult]:
@@ -164,6 +167,8 @@ def upload(file: str | PathLike[str] | bytes, options: UploadOptions) -> Call[In
     form = {key: value for key, value in fields.items() if value is not None}
     if (metadata := options.get("metadata")) is not None:
         form["metadata"] = json.dumps(dict(metadata))
+    if (access := options.get("access")) is not None:
+        form["access"] = json.dumps(list(access))
     return Call(
         "POST",
         f"{RAG}/documents/upload",
@@ -188,10 +193,18 @@ def delete_document(document_id: uuid.UUID | str) -> Call[None]:
     return Call("DELETE", f"{RAG}/documents/{_id(document_id)}", _nothing)
 
 
+def update_document(document_id: uuid.UUID | str, change: DocumentChange) -> Call[Document]:
+    """PATCH: metadata and/or access list, never re-embedding."""
+    return Call(
+        "PATCH", f"{RAG}/documents/{_id(document_id)}", _reads(Document), json=_body(change)
+    )
+
+
 class JobOptions(TypedDict, total=False):
     collection: str | None
     source_url: str | None
     metadata: Mapping[str, JsonValue] | None
+    access: Sequence[str] | None
 
 
 JobFile = str | PathLike[str] | tuple[str, bytes]  # a path, or (name, bytes)
@@ -218,6 +231,8 @@ def submit_files(files: Sequence[JobFile], options: JobOptions) -> Call[JobAccep
     }
     if (metadata := options.get("metadata")) is not None:
         form["metadata"] = json.dumps(dict(metadata))
+    if (access := options.get("access")) is not None:
+        form["access"] = json.dumps(list(access))
     return Call("POST", f"{RAG}/jobs", _reads(JobAccepted), files=parts, data=form)
 
 
@@ -233,7 +248,7 @@ def job_submission(
     if bool(files) == bool(documents):
         raise ValueError("submit either files or documents")
     if documents and options:
-        raise ValueError("collection, source_url and metadata go on each document")
+        raise ValueError("collection, source_url, metadata and access go on each document")
     return submit_files(files, options) if files else submit_documents(documents)
 
 
@@ -289,6 +304,7 @@ class DedupeOptions(TypedDict, total=False):
     collections: Sequence[str] | None
     use_index: bool | None
     ef_search: int | None
+    across_access: bool | None
 
 
 def dedupe(options: DedupeOptions) -> Call[DedupeResult]:

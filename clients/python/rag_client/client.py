@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import time
 import uuid
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from os import PathLike
 from types import TracebackType
 from typing import Self, TypeVar, Unpack
 
 import httpx
+from pydantic import JsonValue
 
 from rag_client import calls
 from rag_client.admin_models import AuditPage, Tenant, TenantPage, TenantStats
@@ -28,6 +29,7 @@ from rag_client.models import (
     BatchResult,
     ContextResult,
     Document,
+    DocumentChange,
     DocumentPage,
     IngestResult,
     NewDocument,
@@ -147,6 +149,21 @@ class RagClient:
 
     def delete_document(self, document_id: uuid.UUID | str) -> None:
         self._send(calls.delete_document(document_id))
+
+    def update_document(
+        self,
+        document_id: uuid.UUID | str,
+        *,
+        metadata: Mapping[str, JsonValue] | None = None,
+        access: Sequence[str] | None = None,
+    ) -> Document:
+        """Change a document's metadata and/or access list (PATCH; never re-embeds). `access`
+        lists principals (`user:<sub>`, `group:<name>`); [] opens it to the whole tenant."""
+        change = DocumentChange(
+            metadata=None if metadata is None else dict(metadata),
+            access=None if access is None else list(access),
+        )
+        return self._send(calls.update_document(document_id, change))
 
     # similar and dedupe
 

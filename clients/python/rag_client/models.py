@@ -188,6 +188,14 @@ class NewDocument(Body):
     metadata: dict[str, JsonValue] | None = None
     chunks: list[PrecomputedChunk] | None = None
     embedding_model: str | None = None
+    access: list[str] | None = None  # user:<sub>, group:<name>; empty or None: the tenant
+
+
+class DocumentChange(Body):
+    """What `update_document` changes (PATCH): metadata and/or the access list."""
+
+    metadata: dict[str, JsonValue] | None = None
+    access: list[str] | None = None
 
 
 class IngestResult(Reply):
@@ -200,6 +208,7 @@ class IngestResult(Reply):
     unchanged: int
     created: bool
     changed: bool
+    access: list[str] = []
 
 
 class BatchItem(Reply):
@@ -223,6 +232,7 @@ class Document(Reply):
     source_type: str
     source_url: str | None
     metadata: dict[str, JsonValue]
+    access: list[str] = []  # who may see it; empty: every member of the tenant
     chunks: int
     access_count: int | None = None  # served once similar/dedupe is merged (issue 11)
     created_at: datetime

@@ -6,6 +6,8 @@ import uuid
 from datetime import datetime
 from enum import StrEnum
 
+from pydantic import Field
+
 from rag_client.models import Body, Chunk, Reply
 
 
@@ -43,6 +45,7 @@ class DedupeRequest(Body):
     collections: list[str] | None = None
     use_index: bool | None = None
     ef_search: int | None = None
+    across_access: bool | None = None
 
 
 class DocumentRef(Reply):
@@ -53,6 +56,7 @@ class DocumentRef(Reply):
     created_at: datetime
     updated_at: datetime
     access_count: int
+    access: list[str] = Field(default_factory=list)  # who may see it; empty: the whole tenant
 
 
 class DuplicateGroup(Reply):

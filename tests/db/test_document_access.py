@@ -1,0 +1,203 @@
+"""Document access lists in the database: the policies, the chunk/document foreign key, who
+reads when nobody is named, the exact plan for small visible sets, migration 0008 both ways."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+from alembic import command
+from sqlalchemy import Connection, text
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.ext.asyncio import create_async_engine
+
+from app.db.embedded import OWNER_ROLE, bootstrap, drop_database, with_database, with_user
+from app.db.engine import async_url
+from app.db.migrate import alembic_config, migrate
+from app.db.tenancy import SessionMaker, reading_as, tenant_transaction, transaction_settings
+from app.ingest.documents import DocumentInput, ingest_document
+from app.ingest.parsing import SourceType
+from app.permissions import EVERY_DOCUMENT, NO_READERS, Readers, normalized_access
+from app.retrieval.visibility import visible_scope
+from tests.conftest import (
+    APP_PASSWORD,
+    APP_ROLE,
+    DIMENSIONS,
+    OWNER_PASSWORD,
+    DatabaseUrls,
+    registered_tenant,
+    small_chunker,
+)
+from tests.fakes import WordHashEmbedder
+
+HR = Readers(frozenset({"user:carol", "group:hr"}))
+
+
+async def _seed(sessions: SessionMaker, embedder: WordHashEmbedder) -> str:
+    tenant_id = await registered_tenant(sessions)
+    writer = reading_as(sessions, EVERY_DOCUMENT)
+    for name, access in (("open", ()), ("hr", ("group:hr",)), ("board", ("group:board",))):
+        await ingest_document(
+            writer,
+            embedder,
+            chunker=small_chunker(),
+            tenant_id=tenant_id,
+            document=DocumentInput(
+                content=f"The {name} report.",
+                source_type=SourceType.TEXT,
+                title=name,
+                external_id=name,
+                access=access,
+            ),
+        )
+    return tenant_id
+
+
+async def _titles(sessions: SessionMaker, tenant_id: str) -> set[str]:
+    async with tenant_transaction(sessions, tenant_id) as session:
+        rows = await session.execute(
+            text("select d.title from documents d join chunks c on c.document_id = d.id")
+        )
+        return {row[0] for row in rows}
+
+
+async def test_each_transaction_reads_as_its_readers_and_none_means_unrestricted_only(
+    sessions: SessionMaker, embedder: WordHashEmbedder
+) -> None:
+    tenant_id = await _seed(sessions, embedder)
+    assert await _titles(sessions, tenant_id) == {"open"}
+    assert await _titles(reading_as(sessions, NO_READERS), tenant_id) == {"open"}
+    assert await _titles(reading_as(sessions, HR), tenant_id) == {"open", "hr"}
+    assert await _titles(reading_as(sessions, EVERY_DOCUMENT), tenant_id) == {
+        "open",
+        "hr",
+        "board",
+    }
+    # the settings are always written for a tenant session, so a reused connection (or a
+    # savepoint) never keeps the previous transaction's principals
+    assert transaction_settings({"tenant_id": tenant_id}) == {
+        "app.tenant_id": tenant_id,
+        "app.principals": "[]",
+        "app.all_documents": "",
+    }
+    assert await _titles(sessions, tenant_id) == {"open"}
+
+
+async def test_a_chunk_cannot_carry_another_access_list_than_its_document(
+    sessions: SessionMaker, embedder: WordHashEmbedder
+) -> None:
+    tenant_id = await _seed(sessions, embedder)
+    everything = reading_as(sessions, EVERY_DOCUMENT)
+    with pytest.raises(IntegrityError):
+        async with tenant_transaction(everything, tenant_id) as session:
+            await session.execute(
+                text("update chunks set access = '{}' where access = '{group:hr}'")
+            )
+    async with tenant_transaction(everything, tenant_id) as session:
+        await session.execute(
+            text("update documents set access = '{group:legal}' where title = 'hr'")
+        )
+        chunks = await session.scalar(
+            text(
+                "select array_agg(distinct c.access::text) from chunks c"
+                " join documents d on d.id = c.document_id where d.title = 'hr'"
+            )
+        )
+    assert chunks == ["{group:legal}"]
+
+
+async def test_a_writer_cannot_store_a_document_it_could_not_see(
+    sessions: SessionMaker, embedder: WordHashEmbedder
+) -> None:
+    tenant_id = await _seed(sessions, embedder)
+    with pytest.raises(Exception, match="row-level security"):
+        async with tenant_transaction(reading_as(sessions, HR), tenant_id) as session:
+            await session.execute(
+                text("update documents set access = '{group:board}' where title = 'hr'")
+            )
+
+
+async def test_small_visible_sets_get_a_wider_index_scan(
+    sessions: SessionMaker, embedder: WordHashEmbedder
+) -> None:
+    tenant_id = await _seed(sessions, embedder)
+    # every document first: in these tests a setting outlives its savepoint
+    for readers, conditions, widened in ((EVERY_DOCUMENT, 0, False), (HR, 1, True)):
+        async with tenant_transaction(reading_as(sessions, readers), tenant_id) as session:
+            scope = await visible_scope(
+                session, tenant_id=tenant_id, model=embedder.model_id, widen=True
+            )
+            setting = await session.scalar(text("select current_setting('hnsw.max_scan_tuples')"))
+        assert len(scope) == conditions
+        assert setting == ("200000" if widened else "20000")
+
+
+async def test_the_planner_condition_keeps_unrestricted_chunks_when_there_are_some(
+    sessions: SessionMaker, embedder: WordHashEmbedder
+) -> None:
+    tenant_id = await _seed(sessions, embedder)
+    async with tenant_transaction(reading_as(sessions, HR), tenant_id) as session:
+        [with_open] = await visible_scope(
+            session, tenant_id=tenant_id, model=embedder.model_id, widen=False
+        )
+    assert "= :" in str(with_open)  # access = '{}' OR access && principals
+    async with tenant_transaction(reading_as(sessions, EVERY_DOCUMENT), tenant_id) as session:
+        await session.execute(text("delete from documents where access = '{}'"))
+    async with tenant_transaction(reading_as(sessions, HR), tenant_id) as session:
+        [listed] = await visible_scope(
+            session, tenant_id=tenant_id, model=embedder.model_id, widen=False
+        )
+    assert " OR " not in str(listed)
+
+
+def test_access_lists_are_normalized_and_checked() -> None:
+    assert normalized_access(["group:hr", "user:a@b.c", "group:hr"]) == ("group:hr", "user:a@b.c")
+    for bad in (["hr"], ["group:"], ["group: x"], ["team:x"], [f"group:{'x' * 130}"]):
+        with pytest.raises(ValueError, match="principal"):
+            normalized_access(bad)
+    with pytest.raises(ValueError, match="at most"):
+        normalized_access([f"group:g{i}" for i in range(17)])
+    assert HR.may_see([])
+    assert HR.may_see(["group:hr", "group:x"])
+    assert not HR.may_see(["group:board"])
+    assert Readers.from_json(HR.to_json()) == HR
+    assert Readers.from_json("nonsense") == NO_READERS
+
+
+@pytest.mark.slow
+async def test_migration_0008_downgrades_and_upgrades_again(database: DatabaseUrls) -> None:
+    name = f"rag_test_access_{os.getpid()}"
+    server = database.superuser_url
+    owner_url = with_user(with_database(server, name), OWNER_ROLE, OWNER_PASSWORD)
+    app_url = with_user(with_database(server, name), APP_ROLE, APP_PASSWORD)
+    await drop_database(server, name)
+    await bootstrap(server, database=name, owner=OWNER_ROLE, owner_password=OWNER_PASSWORD)
+    common = {"embedding_dimensions": DIMENSIONS, "app_role": APP_ROLE, "app_url": app_url}
+    config = alembic_config(embedding_dimensions=DIMENSIONS, app_role=APP_ROLE)
+
+    def downgrade(conn: Connection) -> None:
+        config.attributes["connection"] = conn
+        command.downgrade(config, "0007")
+
+    engine = create_async_engine(async_url(owner_url))
+    try:
+        await migrate(owner_url, **common)  # type: ignore[arg-type]
+        async with engine.connect() as conn:
+            await conn.run_sync(downgrade)
+            await conn.commit()
+            columns = await conn.scalar(
+                text(
+                    "select count(*) from information_schema.columns"
+                    " where table_name in ('documents', 'chunks') and column_name = 'access'"
+                )
+            )
+            assert columns == 0
+        await migrate(owner_url, **common)  # type: ignore[arg-type]
+        async with engine.connect() as conn:
+            policy = await conn.scalar(
+                text("select qual from pg_policies where tablename = 'chunks'")
+            )
+            assert "rag_principals" in str(policy)
+    finally:
+        await engine.dispose()
+        await drop_database(server, name)
