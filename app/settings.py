@@ -21,6 +21,14 @@ class EmbeddingProvider(StrEnum):
     AUTO = "auto"
 
 
+class EmbeddingRuntime(StrEnum):
+    """How the local model runs (app/embeddings/onnx_model.py, docs/BENCHMARKS.md)."""
+
+    ONNX = "onnx"  # ONNX Runtime, fp32 graph exported from the model's own weights
+    ONNX_INT8 = "onnx-int8"  # the same graph with int8 weights: other vectors, own model id
+    TORCH = "torch"  # sentence-transformers on PyTorch
+
+
 class RedisFailurePolicy(StrEnum):
     FAIL_OPEN = "fail_open"
     FAIL_CLOSED = "fail_closed"
@@ -105,6 +113,12 @@ class Settings(BaseSettings):
     embedding_query_prefix: str = ""
     embedding_passage_prefix: str = ""
     embedding_batch_size: int = Field(default=64, ge=1, le=2048)
+    # The local model's runtime. onnx and torch give the same vectors (cosine >= 0.9999, same
+    # model id); onnx-int8 does not and is stored under `<model id>+int8`. The ONNX graph is
+    # exported from the installed weights once, into RAG_DATA_DIR/onnx.
+    embedding_runtime: EmbeddingRuntime = EmbeddingRuntime.ONNX
+    # ONNX Runtime threads per inference (0: the cores this process may use)
+    embedding_threads: int = Field(default=0, ge=0, le=256)
     query_cache_size: int = Field(default=100, ge=0)
     openai_api_key: SecretStr | None = None
     openai_base_url: str | None = None

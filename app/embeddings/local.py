@@ -1,13 +1,19 @@
 """In-process sentence-transformers embedder (all-MiniLM-L6-v2 by default), strictly offline.
 
+The model runs on ONNX Runtime (``RAG_EMBEDDING_RUNTIME=onnx``, the default: a graph exported
+once from the model's own weights, onnx_export.py) or on PyTorch (``torch``). Both give the
+same vectors (cosine >= 0.9999, tests/embeddings/test_runtimes.py), so they share the model id;
+``onnx-int8`` does not (cosine ~0.99) and stores its vectors under ``<model id>+int8``.
+
 Inference runs in worker threads, never on the event loop, in two lanes of one thread each:
 queries and documents. A query never waits behind a document batch: it runs alongside the
 batch in progress (torch releases the GIL), taking ~40 ms instead of waiting up to the ~2 s a
 64-document batch takes on two cores. Document batches are split into sub-batches of
 ``embedding_batch_size``, so cancelling an ingest stops after the current sub-batch.
 
-``sentence_transformers`` (and torch) are imported by ``load`` only: importing this module is
-cheap and works without the ``local`` extra installed.
+``sentence_transformers`` (and torch, onnxruntime) are imported by ``load`` only: importing
+this module is cheap and works without the ``local`` extra installed. With a cached export the
+ONNX runtime never imports torch.
 """
 
 from __future__ import annotations
@@ -24,11 +30,12 @@ import numpy as np
 import numpy.typing as npt
 
 from app.embeddings.base import EmbeddingConfigError, EmbeddingError, with_prefix
-from app.settings import Settings
+from app.settings import EmbeddingRuntime, Settings
 
 log = logging.getLogger(__name__)
 
 DEFAULT_MODEL_NAME = "all-MiniLM-L6-v2"
+INT8_SUFFIX = "+int8"  # the int8 graph's vectors differ from the model's: their own model id
 
 
 class SentenceModel(Protocol):
@@ -76,11 +83,16 @@ class LocalEmbedder:
     def load(cls, settings: Settings) -> LocalEmbedder:
         """Load the configured model from disk (never the network) and warm it up. Blocking."""
         name = settings.embedding_model or str(default_model_path())
+        runtime = settings.embedding_runtime
         started = time.perf_counter()
-        model = _load_sentence_transformer(name)
+        if runtime is EmbeddingRuntime.TORCH:
+            model = _load_sentence_transformer(name)
+        else:
+            model = load_onnx_model(name, settings)
+        model_id = local_model_id(name)
         embedder = cls(
             model,
-            model_id=local_model_id(name),
+            model_id=model_id + INT8_SUFFIX if runtime is EmbeddingRuntime.ONNX_INT8 else model_id,
             dimensions=_model_dimension(model, name),
             query_prefix=settings.embedding_query_prefix,
             passage_prefix=settings.embedding_passage_prefix,
@@ -93,8 +105,10 @@ class LocalEmbedder:
         warm = time.perf_counter()
         embedder.encode_blocking(["a typical search query about something"])
         log.info(
-            "local embedder %s loaded: %d dimensions, load %.2f s, warm-up %.0f ms, query %.0f ms",
+            "local embedder %s (%s) loaded: %d dimensions, load %.2f s, warm-up %.0f ms, "
+            "query %.0f ms",
             embedder.model_id,
+            runtime.value,
             embedder.dimensions,
             loaded - started,
             (warm - loaded) * 1000,
@@ -216,7 +230,63 @@ def local_model_id(name: str) -> str:
     return f"local:{parts[-1]}"
 
 
-def _load_sentence_transformer(name: str) -> SentenceModel:
+def load_onnx_model(name: str, settings: Settings) -> SentenceModel:
+    """The model on ONNX Runtime, exported into ``RAG_DATA_DIR/onnx`` first if need be."""
+    from app.embeddings.onnx_export import ExportError, cached_export
+    from app.embeddings.onnx_model import OnnxSentenceModel
+
+    variant: Literal["fp32", "int8"] = (
+        "int8" if settings.embedding_runtime is EmbeddingRuntime.ONNX_INT8 else "fp32"
+    )
+    model_dir = _model_directory(name)
+    try:
+        directory = cached_export(
+            model_dir,
+            onnx_cache_dir(settings),
+            name=local_model_id(name).removeprefix("local:"),
+            variant=variant,
+            load_model=_load_for_export,
+        )
+        return OnnxSentenceModel.load(directory, threads=settings.embedding_threads)
+    except ImportError as error:
+        raise EmbeddingConfigError(
+            f"the ONNX runtime needs onnxruntime and onnx ({error.name} is missing): install the "
+            "'local' extra or set RAG_EMBEDDING_RUNTIME=torch"
+        ) from error
+    except (ExportError, OSError, RuntimeError, ValueError) as error:
+        raise EmbeddingConfigError(
+            f"cannot run the local model {name!r} on ONNX Runtime: {error}. "
+            "Set RAG_EMBEDDING_RUNTIME=torch to run it on PyTorch."
+        ) from error
+
+
+def onnx_cache_dir(settings: Settings) -> Path:
+    """Where exported graphs are kept (one directory per model, variant and versions)."""
+    return settings.data_dir / "onnx"
+
+
+def _model_directory(name: str) -> Path:
+    """The model's files on disk: a directory, or a hub id's snapshot in the local cache."""
+    if Path(name).is_dir():
+        return Path(name)
+    _offline_environment()
+    try:
+        from huggingface_hub import snapshot_download
+
+        return Path(snapshot_download(name, local_files_only=True))
+    except (ImportError, OSError, ValueError) as error:
+        raise EmbeddingConfigError(
+            f"cannot find the local embedding model {name!r} on disk: {error}. "
+            "Set RAG_EMBEDDING_MODEL to a sentence-transformers model directory."
+        ) from error
+
+
+def _load_for_export(model_dir: Path) -> object:
+    """The model on torch with plain (eager) attention: the form ONNX Runtime fuses."""
+    return _load_sentence_transformer(str(model_dir), model_kwargs={"attn_implementation": "eager"})
+
+
+def _offline_environment() -> None:
     os.environ["HF_HUB_OFFLINE"] = "1"  # read when huggingface_hub is first imported
     os.environ["TRANSFORMERS_OFFLINE"] = "1"
     # torch's OpenMP threads spin (libgomp: 300,000 turns) before sleeping when they run out
@@ -227,6 +297,12 @@ def _load_sentence_transformer(name: str) -> SentenceModel:
     # embed a query in 10 ms instead of 165-200. Read when torch is first imported; an
     # OMP_WAIT_POLICY set by the operator wins.
     os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+
+
+def _load_sentence_transformer(
+    name: str, *, model_kwargs: dict[str, object] | None = None
+) -> SentenceModel:
+    _offline_environment()
     try:
         import transformers.utils.logging
         from sentence_transformers import SentenceTransformer
@@ -237,7 +313,9 @@ def _load_sentence_transformer(name: str) -> SentenceModel:
         ) from error
     transformers.utils.logging.disable_progress_bar()  # type: ignore[no-untyped-call]
     try:
-        model: SentenceModel = SentenceTransformer(name, local_files_only=True)
+        model: SentenceModel = SentenceTransformer(
+            name, local_files_only=True, model_kwargs=model_kwargs
+        )
     except (OSError, ValueError) as error:
         raise EmbeddingConfigError(
             f"cannot load the local embedding model {name!r} (offline, from disk only): {error}. "
