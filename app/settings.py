@@ -50,6 +50,10 @@ def default_data_dir() -> Path:
     return Path(platformdirs.user_data_dir("rag-service", appauthor=False))
 
 
+def default_cache_dir() -> Path:
+    return Path(platformdirs.user_cache_dir("rag-service", appauthor=False))
+
+
 class Settings(BaseSettings):
     """Every setting of the service; read once at start, then passed around."""
 
@@ -115,8 +119,10 @@ class Settings(BaseSettings):
     embedding_batch_size: int = Field(default=64, ge=1, le=2048)
     # The local model's runtime. onnx and torch give the same vectors (cosine >= 0.9999, same
     # model id); onnx-int8 does not and is stored under `<model id>+int8`. The ONNX graph is
-    # exported from the installed weights once, into RAG_DATA_DIR/onnx.
+    # exported from the installed weights once, into RAG_CACHE_DIR/onnx (every data dir and
+    # worker of the machine shares it; safe to delete).
     embedding_runtime: EmbeddingRuntime = EmbeddingRuntime.ONNX
+    cache_dir: Path = Field(default_factory=default_cache_dir)
     # ONNX Runtime threads per inference (0: the cores this process may use)
     embedding_threads: int = Field(default=0, ge=0, le=256)
     query_cache_size: int = Field(default=100, ge=0)

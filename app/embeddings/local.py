@@ -231,7 +231,7 @@ def local_model_id(name: str) -> str:
 
 
 def load_onnx_model(name: str, settings: Settings) -> SentenceModel:
-    """The model on ONNX Runtime, exported into ``RAG_DATA_DIR/onnx`` first if need be."""
+    """The model on ONNX Runtime, exported into ``RAG_CACHE_DIR/onnx`` first if need be."""
     from app.embeddings.onnx_export import ExportError, cached_export
     from app.embeddings.onnx_model import OnnxSentenceModel
 
@@ -262,7 +262,7 @@ def load_onnx_model(name: str, settings: Settings) -> SentenceModel:
 
 def onnx_cache_dir(settings: Settings) -> Path:
     """Where exported graphs are kept (one directory per model, variant and versions)."""
-    return settings.data_dir / "onnx"
+    return settings.cache_dir / "onnx"
 
 
 def _model_directory(name: str) -> Path:
