@@ -245,7 +245,7 @@ def load_onnx_model(name: str, settings: Settings) -> SentenceModel:
             onnx_cache_dir(settings),
             name=local_model_id(name).removeprefix("local:"),
             variant=variant,
-            load_model=_load_for_export,
+            load_model=load_for_export,
         )
         return OnnxSentenceModel.load(directory, threads=settings.embedding_threads)
     except ImportError as error:
@@ -281,7 +281,7 @@ def _model_directory(name: str) -> Path:
         ) from error
 
 
-def _load_for_export(model_dir: Path) -> object:
+def load_for_export(model_dir: Path) -> object:
     """The model on torch with plain (eager) attention: the form ONNX Runtime fuses."""
     return _load_sentence_transformer(str(model_dir), model_kwargs={"attn_implementation": "eager"})
 

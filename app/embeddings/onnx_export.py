@@ -29,6 +29,7 @@ import os
 import shutil
 import tempfile
 import time
+import warnings
 from collections.abc import Callable
 from importlib import metadata
 from pathlib import Path
@@ -145,7 +146,10 @@ def export(
     names = [name for name in INPUTS if name in features]
     raw = out / "exported.onnx"
     try:
-        with torch.no_grad():
+        # The tracer's notes (constants folded from shapes, the legacy exporter's deprecation)
+        # are about this recipe, checked by tests/embeddings, not for whoever starts a server.
+        with torch.no_grad(), warnings.catch_warnings():
+            warnings.simplefilter("ignore")
             torch.onnx.export(
                 _pipeline(model, names),
                 tuple(features[name] for name in names),

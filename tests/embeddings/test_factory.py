@@ -10,8 +10,10 @@ import pytest
 from app.embeddings.base import Embedder, EmbeddingConfigError
 from app.embeddings.cache import CachedEmbedder
 from app.embeddings.factory import build_embedder, check_dimensions
+from app.embeddings.local import LocalEmbedder
+from app.embeddings.onnx_model import OnnxSentenceModel
 from app.embeddings.openai_provider import OpenAIEmbedder
-from app.settings import Settings
+from app.settings import EmbeddingProvider, EmbeddingRuntime, Settings
 from tests.embeddings.fakes import CountingEmbedder, FakeOpenAI
 
 
@@ -144,3 +146,33 @@ def test_check_dimensions_explains_a_mismatch() -> None:
     assert "openai:text-embedding-3-small@1536" in detail
     assert "RAG_EMBEDDING_DIMENSIONS=1536" in detail
     assert "rag reindex" in detail
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("runtime", list(EmbeddingRuntime))
+async def test_the_local_runtime_comes_from_the_environment(
+    runtime: EmbeddingRuntime,
+    tiny_model_dir: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("RAG_EMBEDDING_RUNTIME", runtime.value)
+    monkeypatch.setenv("RAG_CACHE_DIR", str(tmp_path))
+    settings = Settings(
+        _env_file=None,
+        embedding_provider=EmbeddingProvider.LOCAL,
+        embedding_model=str(tiny_model_dir),
+        embedding_dimensions=32,
+    )
+    embedder = await build_embedder(settings)
+    try:
+        inner = embedder.inner
+        assert isinstance(inner, LocalEmbedder)
+        on_onnx = runtime is not EmbeddingRuntime.TORCH
+        assert isinstance(inner.model, OnnxSentenceModel) is on_onnx
+        assert (tmp_path / "onnx").is_dir() is on_onnx, "torch exports nothing"
+        suffix = "+int8" if runtime is EmbeddingRuntime.ONNX_INT8 else ""
+        assert inner.model_id == f"local:tiny-minilm{suffix}"
+        assert len(await embedder.embed_query("vitamin d")) == 32
+    finally:
+        await embedder.aclose()
