@@ -3,7 +3,8 @@
 ``RAG_EMBEDDING_PROVIDER``:
 
 - ``local``: the sentence-transformers model ``RAG_EMBEDDING_MODEL`` (a directory or a cached hub
-  id), default the bundled all-MiniLM-L6-v2.
+  id), default the bundled all-MiniLM-L6-v2, run by ``RAG_EMBEDDING_RUNTIME`` (ONNX Runtime by
+  default, or torch; local.py).
 - ``openai``: ``RAG_EMBEDDING_MODEL`` (default text-embedding-3-small) at ``RAG_OPENAI_BASE_URL``.
   A provider that is down at start is logged, not fatal (requests get 503 until it is back);
   a configuration error (rejected key, unknown model, wrong dimensions) stops the start.
