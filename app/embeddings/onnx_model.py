@@ -38,7 +38,7 @@ class OnnxSentenceModel:
         max_seq_length: int,
     ) -> None:
         self.session = session
-        self.tokenizer = tokenizer
+        self._tokenizer = tokenizer  # private: not the callable tokenizer of transformers
         self.max_seq_length = max_seq_length
         self._dimensions = dimensions
         self._inputs = {i.name: _numpy_type(i.type) for i in session.get_inputs()}
@@ -89,7 +89,7 @@ class OnnxSentenceModel:
         return vectors
 
     def _run(self, texts: list[str]) -> npt.NDArray[np.float32]:
-        encodings = self.tokenizer.encode_batch(texts)
+        encodings = self._tokenizer.encode_batch(texts)
         columns = {
             "input_ids": [e.ids for e in encodings],
             "attention_mask": [e.attention_mask for e in encodings],
