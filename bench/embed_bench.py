@@ -229,6 +229,8 @@ def main() -> None:
         result.idle_ms, result.busy_ms = anyio.run(
             lane_latency, embedder, queries[: args.queries], docs[:256]
         )
+    log(summary(results, args.batch_sizes))  # the timings, before the long nDCG passes
+    for embedder, result in zip(embedders, results, strict=True):
         if not args.skip_ndcg:
             result.ndcg_at_10 = ndcg(embedder, args.corpus, args.ndcg_docs)
             log(f"nDCG@10 {result.runtime}: {result.ndcg_at_10:.4f}")

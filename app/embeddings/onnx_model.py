@@ -110,6 +110,9 @@ def session_options(threads: int) -> SessionOptions:
     options.graph_optimization_level = onnxruntime.GraphOptimizationLevel.ORT_ENABLE_ALL
     options.add_session_config_entry("session.intra_op.allow_spinning", "0")
     options.add_session_config_entry("session.inter_op.allow_spinning", "0")
+    # No arena: it keeps the largest batch's buffers for good (1.3 GB resident after batches
+    # of 64 NFCorpus passages, against 0.37 GB without it and 0.82 GB for torch).
+    options.enable_cpu_mem_arena = False
     options.log_severity_level = 3  # errors only: fused-graph notices are not for operators
     return options
 
