@@ -10,8 +10,8 @@ model's tokenizer, truncating at its ``max_seq_length`` and padding to the longe
   another runtime version exports again, into another directory.
 - The export is written into a temporary directory beside the target and renamed into place,
   under a file lock: workers starting at once export once, and none ever sees a half-written
-  directory. A directory whose files do not match its manifest (truncated, damaged, left by a
-  crash) is removed and exported again.
+  directory. A directory whose files do not match its manifest (truncated, damaged) is removed
+  and exported again, as are the temporary directories of an export that crashed.
 - Nothing is downloaded: the weights are the installed model's (the caller loads them).
 
 The export uses torch's TorchScript exporter with eager attention, then ONNX Runtime's BERT
@@ -78,11 +78,13 @@ def cached_export(
                 "the cached ONNX export %s is damaged or incomplete: exporting again", target
             )
             _remove(target)
+        for stale in cache_root.glob(f".{target.name}.*"):  # left by a crashed export
+            shutil.rmtree(stale, ignore_errors=True)
         staging = Path(tempfile.mkdtemp(prefix=f".{target.name}.", dir=cache_root))
         try:
             started = time.perf_counter()
             export(model_dir, staging, variant=variant, key=key, load_model=load_model)
-            staging.chmod(0o755)  # mkdtemp's 0700 would hide it from other users of the data dir
+            staging.chmod(0o755)  # mkdtemp's 0700 would hide it from other users
             os.replace(staging, target)
         except BaseException:
             shutil.rmtree(staging, ignore_errors=True)

@@ -126,6 +126,7 @@ def test_a_damaged_export_is_made_again(
         shutil.rmtree(target)
         target.mkdir()
     assert not verify(target)
+    (cache / f".{target.name}.crashed").mkdir()  # the staging directory of a killed export
     loader = CountingLoader()
     directory = cached_export(
         tiny_model_dir, cache, name="tiny-minilm", variant="fp32", load_model=loader
