@@ -22,7 +22,7 @@ from pathlib import Path
 from pydantic.fields import FieldInfo
 from pydantic_core import PydanticUndefined
 
-from app.settings import Settings, default_data_dir
+from app.settings import Settings, default_cache_dir, default_data_dir
 
 ROOT = Path(__file__).resolve().parents[2]
 DOC = ROOT / "docs" / "operations.md"
@@ -39,6 +39,8 @@ def render_default(info: FieldInfo) -> str:
     """The default as a reader would type it in the environment."""
     if info.default_factory is default_data_dir:
         return "platform data dir (`~/.local/share/rag-service` on Linux)"
+    if info.default_factory is default_cache_dir:
+        return "platform cache dir (`~/.cache/rag-service` on Linux)"
     value = info.default
     if value is PydanticUndefined or value is None:
         return "—"
