@@ -102,7 +102,12 @@ def _start_server(tmp: Path) -> tuple[str, Callable[[], None]]:
     if url := os.environ.get("RAG_TEST_DATABASE_URL"):
         return url, lambda: None
     server = start_embedded(tmp / "pgdata", delete_on_exit=True)
-    return server.url(user="postgres", database="postgres"), server.stop
+
+    def stop() -> None:
+        server.stop()
+        shutil.rmtree(tmp, ignore_errors=True)  # the data directory's parent, left empty
+
+    return server.url(user="postgres", database="postgres"), stop
 
 
 @pytest.fixture(scope="session")
