@@ -1,7 +1,7 @@
 """Vector search under document permissions: P95 and recall@10 for callers who see 100%, 50%,
 10% and 1% of a large tenant, beside the same searches in a tenant without access lists.
 
-    .venv/bin/python bench/access_bench.py [--chunks 100000] [--queries 200] [--ef 40]
+    .venv/bin/python bench/access_bench.py [--chunks 100000] [--queries 200] [--ef N]
         [--no-dedicated] [--compare] [--database-url URL]
 
 Data (synthetic, no model needed): 384-d vectors in two levels of clusters (topics of ~200
@@ -15,12 +15,13 @@ built, VACUUM ANALYZE, and (unless --no-dedicated) each tenant its own HNSW inde
 `rag index` gives large tenants. Queries are fresh points of the same distribution.
 
 Each search is `app.retrieval.search` as the service runs it (vector mode, top_k 10, no
-threshold, the service's ef_search), as the runtime role under RLS with the caller's principals
-set transaction-locally; the query vector is precomputed (no model time). Recall@10: against
-exact search (numpy) over the rows the caller may see. Rounds go over the callers in turn, so
-load drift on a shared machine hits them alike. `--compare` also runs every caller without
-app/retrieval/visibility.py (no copy of the access condition for the planner, no exact plan
-for small visible sets), to show what row-level security alone with iterative scans gives.
+threshold, the service's own ef_search rule unless --ef), as the runtime role under RLS with
+the caller's principals set transaction-locally; the query vector is precomputed (no model
+time). Recall@10: against exact search (numpy) over the rows the caller may see. Rounds go
+over the callers in turn, so load drift on a shared machine hits them alike. `--compare` also
+runs every caller without app/retrieval/visibility.py (no copy of the access condition for the
+planner, no exact plan for small visible sets), to show what row-level security alone with
+iterative scans gives.
 """
 
 from __future__ import annotations
@@ -60,6 +61,7 @@ from app.db.indexes import (
 from app.db.tenancy import reading_as
 from app.permissions import Readers
 from app.retrieval.search import SearchMode, SearchRequest, search
+from app.retrieval.visibility import Scope
 
 # the module (app.retrieval re-exports its function under the same name)
 search_module = importlib.import_module("app.retrieval.search")
@@ -261,8 +263,8 @@ def visibility_plan(enabled: bool) -> Iterator[None]:
     original = search_module.visible_scope
     if not enabled:
 
-        async def nothing(*args: object, **kwargs: object) -> list[Any]:
-            return []
+        async def nothing(*args: object, **kwargs: object) -> Scope:
+            return Scope([])
 
         search_module.visible_scope = nothing
     try:
@@ -277,7 +279,7 @@ async def measure(
     queries: np.ndarray,
     *,
     count: int,
-    ef: int,
+    ef: int | None,
     variants: Sequence[bool],
 ) -> list[dict[str, Any]]:
     stub = StubEmbedder()
@@ -345,7 +347,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--chunks", type=int, default=100_000)
     parser.add_argument("--queries", type=int, default=200)
-    parser.add_argument("--ef", type=int, default=40)
+    parser.add_argument("--ef", type=int, default=None, help="default: the service's rule")
     parser.add_argument("--no-dedicated", action="store_true")
     parser.add_argument("--compare", action="store_true")
     parser.add_argument("--database-url", default=None)
@@ -361,7 +363,8 @@ def main() -> None:
         "recall@10_min",
     ]
     print_table(
-        f"vector search, {args.chunks} chunks per tenant, ef_search {args.ef}",
+        f"vector search, {args.chunks} chunks per tenant,"
+        f" ef_search {args.ef or 'by the service rule'}",
         header,
         [[row.get(h) for h in header] for row in result["rows"]],
     )

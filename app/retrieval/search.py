@@ -40,7 +40,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from app.db.indexes import by_dedicated_index_size
 from app.db.models import Chunk, Collection, Document
 from app.db.scoped import scoped_connection
-from app.db.tenancy import SessionMaker, Setting, tenant_transaction
+from app.db.tenancy import SessionMaker, Setting, readers_of_sessions, tenant_transaction
 from app.embeddings import Embedder
 from app.observability.metrics import observe_search
 from app.retrieval.access import AccessCounter
@@ -49,7 +49,7 @@ from app.retrieval.diversity import mmr
 from app.retrieval.filters import SearchFilters, conditions
 from app.retrieval.fusion import BothScores, FusionMethod, fuse, weighted_fuse
 from app.retrieval.shortfall import Shortfall, explain_shortfall
-from app.retrieval.visibility import visible_scope
+from app.retrieval.visibility import Scope, known_plan, visible_scope
 
 
 class SearchMode(StrEnum):
@@ -118,15 +118,16 @@ async def search(
     started = time.perf_counter()
     vector = await embedder.embed_query(request.query)
     embedded = time.perf_counter()
-    if _direct(request):
-        # RLS filters by the caller's principals (set with the tenant); the direct path does
-        # not restate them for the planner (visibility.py), which measured the same recall for
-        # every caller but one who sees ~1% of a large tenant (0.80 instead of 0.82)
+    exact = known_plan(readers_of_sessions(sessions), tenant_id=tenant_id, model=embedder.model_id)
+    if _direct(request) and exact is not None:
+        # RLS filters by the caller's principals (set with the tenant); a caller who may see
+        # only a few chunks of the tenant gets them exactly (visibility.py). A caller not
+        # counted yet goes the session's way once, where the count is made.
         async with scoped_connection(
-            sessions, tenant_id, settings=_index_settings(request, tenant_id)
+            sessions, tenant_id, settings=_index_settings(request, tenant_id, exact=exact)
         ) as connection:
             hits, total = await _nearest_hits_direct(
-                connection, vector, tenant_id, embedder.model_id, request
+                connection, vector, tenant_id, embedder.model_id, request, exact
             )
         shortfall = None
         if len(hits) < request.top_k:  # rare: explained in a transaction of its own
@@ -136,24 +137,24 @@ async def search(
         async with tenant_transaction(
             sessions, tenant_id, settings=_index_settings(request, tenant_id)
         ) as session:
-            # the access condition for the planner; a wider scan for a small visible set
+            # the access condition for the planner; the exact plan for a small visible set
             # (visibility.py)
-            visible = await visible_scope(
+            scope = await visible_scope(
                 session,
                 tenant_id=tenant_id,
                 model=embedder.model_id,
-                widen=request.mode is SearchMode.VECTOR,
+                nearest=request.mode is not SearchMode.KEYWORD,
             )
-            where = _where(tenant_id, embedder.model_id, request, visible)
+            where = _where(tenant_id, embedder.model_id, request, scope.conditions)
             if request.diversity:
-                hits, total = await _diverse_hits(session, vector, where, request, tenant_id)
+                hits, total = await _diverse_hits(session, vector, where, request, scope, tenant_id)
             elif request.mode is SearchMode.VECTOR:
-                hits, total = await _nearest_hits(session, vector, where, request)
+                hits, total = await _nearest_hits(session, vector, where, request, scope.exact)
             else:
-                scored = await _ranked(session, vector, where, request, tenant_id)
+                scored = await _ranked(session, vector, where, request, scope, tenant_id)
                 hits, total = await _hits(session, vector, scored[: request.top_k]), len(scored)
             shortfall = await _shortfall(
-                session, tenant_id, embedder.model_id, request, hits, visible
+                session, tenant_id, embedder.model_id, request, hits, scope.conditions
             )
     done = time.perf_counter()
     observe_search(request.mode, embed_seconds=embedded - started, database_seconds=done - embedded)
@@ -203,14 +204,15 @@ async def _diverse_hits(
     vector: list[float],
     where: Sequence[ColumnElement[bool]],
     request: SearchRequest,
+    scope: Scope,
     tenant_id: str,
 ) -> tuple[list[Hit], int]:
     """Every candidate of the mode, then `top_k` of them by maximal marginal relevance on
     their stored vectors (app/retrieval/diversity.py), in that order."""
     if request.mode is SearchMode.VECTOR:
-        scored = await _nearest(session, vector, where, request)
+        scored = await _nearest(session, vector, where, request, scope.exact)
     else:
-        scored = await _ranked(session, vector, where, request, tenant_id)
+        scored = await _ranked(session, vector, where, request, scope, tenant_id)
     rows = await session.execute(
         select(Chunk.id, Chunk.embedding).where(Chunk.id.in_([c for c, _ in scored]))
     )
@@ -219,13 +221,17 @@ async def _diverse_hits(
     return await _hits(session, vector, picked, keep_order=True), len(scored)
 
 
-def _index_settings(request: SearchRequest, tenant_id: str) -> dict[str, Setting]:
+def _index_settings(
+    request: SearchRequest, tenant_id: str, *, exact: bool = False
+) -> dict[str, Setting]:
     """Transaction-local: they end with the search's transaction. Keyword and hybrid also
     turn sequential scans off: the planner does not cost reading every row's tsvector out of
     TOAST for `@@`, and picks a sequential scan for a term in a sixth of the rows where the
-    GIN bitmap (exact for plain terms, no recheck) is several times faster."""
+    GIN bitmap (exact for plain terms, no recheck) is several times faster. So does the exact
+    plan of a small visible set: the policy's access arms read it from their indexes, which
+    the planner costs from table-wide estimates close to a scan of the whole table."""
     settings = index_settings(request.ef_search, tenant_id)
-    if request.mode is not SearchMode.VECTOR:
+    if request.mode is not SearchMode.VECTOR or exact:
         settings["enable_seqscan"] = "off"
     return settings
 
@@ -280,6 +286,7 @@ async def _ranked(
     vector: list[float],
     where: Sequence[ColumnElement[bool]],
     request: SearchRequest,
+    scope: Scope,
     tenant_id: str,
 ) -> list[tuple[uuid.UUID, float]]:
     """Keyword and hybrid: (chunk id, score) of every candidate that passed, best first."""
@@ -294,7 +301,7 @@ async def _ranked(
     )
     if request.mode is SearchMode.KEYWORD:
         return lexical.ranked
-    nearest = await _nearest(session, vector, where, request)
+    nearest = await _nearest(session, vector, where, request, scope.exact)
     if request.fusion is FusionMethod.RRF:
         return fuse([nearest, lexical.ranked], k=request.rrf_k)
     both = await _both_scores(session, vector, nearest, lexical)
@@ -325,15 +332,18 @@ def _candidates(
     where: Sequence[ColumnElement[bool]],
     fetch: Any,
     threshold: Any | None,
+    exact: bool = False,
 ) -> Any:
     """The nearest `fetch` rows by the HNSW index, materialized, then the threshold: a
     threshold in the index scan's own WHERE would make the planner give up the index. The
-    values may be bound parameters (the direct path compiles the statement once)."""
+    values may be bound parameters (the direct path compiles the statement once). `exact`:
+    ordered by `distance + 0`, which no index answers, so every row passing `where` is
+    measured (a small visible set, read from its access lists' index: visibility.py)."""
     distance = Chunk.embedding.cosine_distance(vector)
     nearest = (
         select(Chunk.id.label("id"), distance.label("distance"))
         .where(*where)
-        .order_by(distance)
+        .order_by(distance + 0 if exact else distance)
         .limit(fetch)
         .cte("nearest")
         .prefix_with("MATERIALIZED")
@@ -350,8 +360,9 @@ async def _nearest(
     vector: list[float],
     where: Sequence[ColumnElement[bool]],
     request: SearchRequest,
+    exact: bool,
 ) -> list[tuple[uuid.UUID, float]]:
-    passed = _candidates(vector, where, _fetch(request), request.threshold).subquery()
+    passed = _candidates(vector, where, _fetch(request), request.threshold, exact).subquery()
     stmt = select(passed.c.id, passed.c.similarity).order_by(passed.c.distance, passed.c.id)
     return [(row.id, float(row.similarity)) for row in await session.execute(stmt)]
 
@@ -361,10 +372,11 @@ async def nearest_hits(
     vector: list[float],
     where: Sequence[ColumnElement[bool]],
     request: SearchRequest,
+    exact: bool = False,
 ) -> tuple[list[Hit], int]:
     """The best `request.top_k` chunks near `vector` passing `where` and the threshold (from
-    the HNSW index, as vector search does), and how many candidates passed."""
-    return await _nearest_hits(session, vector, where, request)
+    the HNSW index, as vector search does, or `exact`ly), and how many candidates passed."""
+    return await _nearest_hits(session, vector, where, request, exact)
 
 
 async def _nearest_hits(
@@ -372,18 +384,26 @@ async def _nearest_hits(
     vector: list[float],
     where: Sequence[ColumnElement[bool]],
     request: SearchRequest,
+    exact: bool = False,
 ) -> tuple[list[Hit], int]:
     """Vector mode in one statement: candidates, threshold, the best `top_k` with their
     sources, and how many passed (a window count over the candidates)."""
-    stmt = _nearest_statement(vector, where, _fetch(request), request.threshold, request.top_k)
+    stmt = _nearest_statement(
+        vector, where, _fetch(request), request.threshold, request.top_k, exact
+    )
     rows = [row._mapping for row in await session.execute(stmt)]
     return _ranked_hits(rows)
 
 
 def _nearest_statement(
-    vector: Any, where: Sequence[ColumnElement[bool]], fetch: Any, threshold: Any, top_k: Any
+    vector: Any,
+    where: Sequence[ColumnElement[bool]],
+    fetch: Any,
+    threshold: Any,
+    top_k: Any,
+    exact: bool = False,
 ) -> Any:
-    passed = _candidates(vector, where, fetch, threshold).subquery()
+    passed = _candidates(vector, where, fetch, threshold, exact).subquery()
     best = (
         select(passed.c.id, passed.c.similarity, func.count().over().label("passed"))
         .order_by(passed.c.distance, passed.c.id)
@@ -412,7 +432,7 @@ class _Compiled:
 
 
 @functools.cache
-def _compiled_nearest(with_threshold: bool) -> _Compiled:
+def _compiled_nearest(with_threshold: bool, exact: bool) -> _Compiled:
     """The vector statement with named parameters, compiled once for asyncpg."""
     where = [Chunk.tenant_id == bindparam("tenant"), Chunk.embedding_model == bindparam("model")]
     stmt = _nearest_statement(
@@ -421,6 +441,7 @@ def _compiled_nearest(with_threshold: bool) -> _Compiled:
         bindparam("fetch", type_=Integer),
         bindparam("threshold", type_=Float) if with_threshold else None,
         bindparam("top_k", type_=Integer),
+        exact,
     )
     compiled = stmt.compile(dialect=asyncpg_dialect())  # type: ignore[no-untyped-call]
     return _Compiled(
@@ -437,19 +458,20 @@ async def _nearest_hits_direct(
     tenant_id: str,
     model: str,
     request: SearchRequest,
+    exact: bool = False,
 ) -> tuple[list[Hit], int]:
     """`_nearest_hits` without filters, on the driver connection: the statement compiled once,
     the rows read as the driver returns them."""
-    compiled, arguments = direct_statement(vector, tenant_id, model, request)
+    compiled, arguments = direct_statement(vector, tenant_id, model, request, exact)
     records = await connection.fetch(compiled.sql, *arguments)
     return _ranked_hits([dict(zip(compiled.columns, record, strict=True)) for record in records])
 
 
 def direct_statement(
-    vector: list[float], tenant_id: str, model: str, request: SearchRequest
+    vector: list[float], tenant_id: str, model: str, request: SearchRequest, exact: bool = False
 ) -> tuple[_Compiled, list[Any]]:
     """The direct path's SQL and its positional arguments (EXPLAIN in tests sends them too)."""
-    compiled = _compiled_nearest(request.threshold is not None)
+    compiled = _compiled_nearest(request.threshold is not None, exact)
     values = compiled.defaults | {
         "vector": vector,
         "tenant": tenant_id,

@@ -39,6 +39,7 @@ from app.retrieval.search import (
     index_settings,
     nearest_hits,
 )
+from app.retrieval.visibility import visible_scope
 
 SHARED_COLLECTION = "shared"
 
@@ -100,10 +101,15 @@ async def similar_to_chunk(
         if row is None or row.embedding is None:
             raise NotFound(f"chunk {chunk_id} does not exist")
         filters = SearchFilters(collections=scope_collections(request, row.name))
+        # as search does: the access condition for the planner, exact for a small visible set
+        scope = await visible_scope(
+            session, tenant_id=tenant_id, model=row.embedding_model, nearest=True
+        )
         where: list[ColumnElement[bool]] = [
             Chunk.tenant_id == tenant_id,
             Chunk.embedding_model == row.embedding_model,
             Chunk.id != chunk_id,
+            *scope.conditions,
             *conditions(filters),
         ]
         if request.exclude_same_document:
@@ -115,7 +121,7 @@ async def similar_to_chunk(
             ef_search=request.ef_search,
             candidates=request.candidates,
         )
-        hits, _passed = await nearest_hits(session, row.embedding, where, search)
+        hits, _passed = await nearest_hits(session, row.embedding, where, search, scope.exact)
     return _counted(SimilarOutcome(item_id=chunk_id, kind="chunk", similar=hits), tenant_id, access)
 
 
@@ -178,8 +184,17 @@ async def similar_to_document(
             wanted = select(Collection.id).where(Collection.name.in_(names))
             where.append(Document.collection_id.in_(wanted.scalar_subquery()))
         fetch = max(request.candidates, request.top_k)
+        # a caller who sees few chunks sees few documents: exact too (visibility.py)
+        scope = await visible_scope(
+            session, tenant_id=tenant_id, model=row.embedding_model, nearest=True
+        )
         found = await nearest_documents(
-            session, row.embedding, where, fetch=fetch, threshold=request.min_similarity
+            session,
+            row.embedding,
+            where,
+            fetch=fetch,
+            threshold=request.min_similarity,
+            exact=scope.exact,
         )
         hits = await _best_chunks(session, row.embedding, found[: request.top_k])
     return _counted(
@@ -202,15 +217,17 @@ async def nearest_documents(
     *,
     fetch: int,
     threshold: float,
+    exact: bool = False,
 ) -> list[tuple[uuid.UUID, float]]:
     """(document id, similarity) of the nearest document vectors passing `where`, at or above
     `threshold`, best first: the HNSW index in a MATERIALIZED CTE, then the threshold (in the
-    index scan's WHERE it would make the planner give the index up), as chunk search does."""
+    index scan's WHERE it would make the planner give the index up), as chunk search does;
+    `exact`: every row passing `where` measured, as chunk search's exact plan does."""
     distance = Document.embedding.cosine_distance(vector)
     nearest = (
         select(Document.id.label("id"), distance.label("distance"))
         .where(*where)
-        .order_by(distance)
+        .order_by(distance + 0 if exact else distance)
         .limit(fetch)
         .cte("nearest")
         .prefix_with("MATERIALIZED")

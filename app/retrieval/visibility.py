@@ -1,26 +1,28 @@
 """The access condition of row-level security, written again where the planner can use it,
-and a wider index scan for callers who see only a small part of a large tenant.
+and the exact plan for callers who see only a small part of a large tenant.
 
-The policies on chunks (migration 0008) read the caller's principals from a transaction-local
-setting, which the planner cannot look into. Stated again as constants, like the tenant beside
-RLS, the condition lets the planner estimate the visible rows. It cannot make the GIN index on
-`chunks.access` drive the scan: `&&` is not leakproof, so under RLS a caller's own condition
-is never an index condition (only the tenant's `=` is), and an exact plan for a small visible
-set would read the whole tenant through its btree (over 100 ms at 100k chunks).
+The policies on chunks (migrations 0008, 0009) read the caller's principals from a
+transaction-local setting, which the planner cannot look into. Stated again as constants, like
+the tenant beside RLS, the condition lets the planner estimate the visible rows.
 
-So vector search stays on the HNSW index, and for a caller who sees at most `SMALL_VISIBLE`
+Every arm of the policy's access condition is an index condition (0009): `access = '{}'` on
+the partial btree of a tenant's unrestricted chunks, `access && principals` on the GIN index.
+So a small visible set can be read exactly, from the posting lists of the caller's
+principals, in a few milliseconds: at 100k chunks a caller who sees 1% of a 100,000-chunk
+tenant gets its exact top-k in ~3 ms, where the HNSW graph, walked past the other 99% by an
+iterative scan, took ~80 ms for ~0.8 recall. For a caller who sees at most `SMALL_VISIBLE`
 chunks of the tenant (a bounded count through the same policies, kept `COUNT_TTL_SECONDS` per
-tenant, model and set of principals: a plan choice, never a result) the iterative scan is
-widened: `hnsw.ef_search` at least `SCAN_EF_SEARCH`, `max_scan_tuples` `SCAN_TUPLES`, and
-`SCAN_MEMORY` times work_mem, so that it neither stops at a bound nor settles for the first
-rows it finds. Measured in bench/access_bench.py (docs/BENCHMARKS.md, "Search under document
-permissions"); `strict_order` was measured too and was worse at 100k chunks.
+tenant, model and set of principals: a plan choice, never a result) the vector statements
+order by an expression no index answers (search.py `_candidates`), which leaves the planner
+that plan. Larger visible sets walk the HNSW index as every other search does. Measured in
+bench/access_bench.py (docs/BENCHMARKS.md, "Search under document permissions").
 """
 
 from __future__ import annotations
 
 import time
 from collections import OrderedDict
+from dataclasses import dataclass
 
 from sqlalchemy import ColumnElement, Text, func, literal, or_, select, text
 from sqlalchemy.dialects.postgresql import ARRAY
@@ -30,12 +32,20 @@ from app.db.models import Chunk
 from app.db.tenancy import readers_of
 from app.permissions import Readers
 
-SMALL_VISIBLE = 5_000  # chunks: up to this many visible, the wider scan below
-SCAN_EF_SEARCH = 400  # hnsw.ef_search of that scan, at least (the service's default: 40)
-SCAN_TUPLES = 200_000  # hnsw.max_scan_tuples of that scan (default 20,000)
-SCAN_MEMORY = 8  # hnsw.scan_mem_multiplier of that scan (x work_mem; default 1)
+# Chunks: up to this many visible, vector search is exact (~3 us a row: 3 ms for 1,000 rows,
+# 15 ms for 5,000, where an HNSW walk filtered to 10% of a 100k-row graph takes ~18 ms).
+SMALL_VISIBLE = 5_000
 COUNT_TTL_SECONDS = 300.0  # a plan choice: a stale count costs time or a little recall
 MAX_COUNTS = 10_000  # remembered (tenant, model, principals) counts
+
+
+@dataclass(frozen=True, slots=True)
+class Scope:
+    """What a search adds for the caller's access: `conditions` on `Chunk` for the planner
+    (RLS enforces them anyway), and whether its vector candidates are computed exactly."""
+
+    conditions: list[ColumnElement[bool]]
+    exact: bool = False
 
 
 def visible_chunks(readers: Readers) -> list[ColumnElement[bool]]:
@@ -58,14 +68,19 @@ class VisibleCounts:
             OrderedDict()
         )
 
+    def known(self, *, tenant_id: str, model: str, readers: Readers) -> int | None:
+        """The remembered count, if it is still fresh."""
+        key = (tenant_id, model, readers.principals)
+        if (found := self._counts.get(key)) is not None and found[1] > time.monotonic():
+            self._counts.move_to_end(key)
+            return found[0]
+        return None
+
     async def count(
         self, session: AsyncSession, *, tenant_id: str, model: str, readers: Readers
     ) -> int:
-        key = (tenant_id, model, readers.principals)
-        now = time.monotonic()
-        if (found := self._counts.get(key)) is not None and found[1] > now:
-            self._counts.move_to_end(key)
-            return found[0]
+        if (known := self.known(tenant_id=tenant_id, model=model, readers=readers)) is not None:
+            return known
         bounded = (
             select(literal(1))
             .where(Chunk.tenant_id == tenant_id, Chunk.embedding_model == model)
@@ -74,7 +89,8 @@ class VisibleCounts:
             .subquery()
         )
         counted = int(await session.scalar(select(func.count()).select_from(bounded)) or 0)
-        self._counts[key] = (counted, now + COUNT_TTL_SECONDS)
+        key = (tenant_id, model, readers.principals)
+        self._counts[key] = (counted, time.monotonic() + COUNT_TTL_SECONDS)
         self._counts.move_to_end(key)
         while len(self._counts) > MAX_COUNTS:
             self._counts.popitem(last=False)
@@ -82,20 +98,28 @@ class VisibleCounts:
 
 
 COUNTS = VisibleCounts()
-WIDER_SCAN = text(
-    "select set_config('hnsw.ef_search', greatest(current_setting('hnsw.ef_search')::int,"
-    " :ef)::text, true), set_config('hnsw.max_scan_tuples', :tuples, true),"
-    " set_config('hnsw.scan_mem_multiplier', :memory, true)"
-)
+# The exact plan reads the small visible set through the policy's arms, which the planner
+# costs from table-wide estimates close to reading the whole table: never a sequential scan.
+EXACT_PLAN = text("SET LOCAL enable_seqscan = off")
+
+
+def known_plan(readers: Readers, *, tenant_id: str, model: str) -> bool | None:
+    """Whether a vector search of `readers` is exact (True) or walks the HNSW index (False),
+    when that is known without a query: they see every document, or a fresh count says how
+    many chunks they see. None: a count is needed (`visible_scope` makes it). Known plans take
+    the vector search's direct path (no ORM session)."""
+    if readers.all_documents:
+        return False
+    visible = COUNTS.known(tenant_id=tenant_id, model=model, readers=readers)
+    return None if visible is None else visible <= SMALL_VISIBLE
 
 
 async def visible_scope(
-    session: AsyncSession, *, tenant_id: str, model: str, widen: bool
-) -> list[ColumnElement[bool]]:
+    session: AsyncSession, *, tenant_id: str, model: str, nearest: bool
+) -> Scope:
     """The access condition for the planner, in the session's tenant transaction; with
-    `widen`, for a caller who sees at most `SMALL_VISIBLE` chunks, the HNSW scans of the rest
-    of the transaction look wider and further. Callers who see every document are left as
-    they were.
+    `nearest` (the search has a vector leg), exact vector candidates for a caller who sees at
+    most `SMALL_VISIBLE` chunks. Callers who see every document are left as they were.
 
     When the tenant holds no unrestricted chunk (one probe of the partial index, never
     cached: a condition that left out rows the caller may see would lose results), the
@@ -103,15 +127,15 @@ async def visible_scope(
     from the column's statistics instead of the table-wide share of `access = '{}'`."""
     readers = readers_of(session.info)
     if readers.all_documents:
-        return []
-    if widen:
+        return Scope([])
+    exact = False
+    if nearest:
         visible = await COUNTS.count(session, tenant_id=tenant_id, model=model, readers=readers)
-        if visible <= SMALL_VISIBLE:
-            await session.execute(
-                WIDER_SCAN,
-                {"ef": SCAN_EF_SEARCH, "tuples": str(SCAN_TUPLES), "memory": str(SCAN_MEMORY)},
-            )
+        exact = visible <= SMALL_VISIBLE
+        if exact:  # as the direct path's exact plan (search.py `_index_settings`)
+            await session.execute(EXACT_PLAN)
     unrestricted = select(Chunk.id).where(Chunk.tenant_id == tenant_id, Chunk.access == [])
     if readers.principals and not await session.scalar(select(unrestricted.exists())):
-        return [Chunk.access.overlap(literal(sorted(readers.principals), ARRAY(Text)))]
-    return visible_chunks(readers)
+        listed = Chunk.access.overlap(literal(sorted(readers.principals), ARRAY(Text)))
+        return Scope([listed], exact)
+    return Scope(visible_chunks(readers), exact)

@@ -18,7 +18,7 @@ from app.db.tenancy import SessionMaker, reading_as, tenant_transaction, transac
 from app.ingest.documents import DocumentInput, ingest_document
 from app.ingest.parsing import SourceType
 from app.permissions import EVERY_DOCUMENT, NO_READERS, Readers, normalized_access
-from app.retrieval.visibility import visible_scope
+from app.retrieval.visibility import known_plan, visible_scope
 from tests.conftest import (
     APP_PASSWORD,
     APP_ROLE,
@@ -117,19 +117,21 @@ async def test_a_writer_cannot_store_a_document_it_could_not_see(
             )
 
 
-async def test_small_visible_sets_get_a_wider_index_scan(
+async def test_small_visible_sets_get_the_exact_plan(
     sessions: SessionMaker, embedder: WordHashEmbedder
 ) -> None:
     tenant_id = await _seed(sessions, embedder)
-    # every document first: in these tests a setting outlives its savepoint
-    for readers, conditions, widened in ((EVERY_DOCUMENT, 0, False), (HR, 1, True)):
+    model = embedder.model_id
+    assert known_plan(EVERY_DOCUMENT, tenant_id=tenant_id, model=model) is False  # the graph
+    assert known_plan(HR, tenant_id=tenant_id, model=model) is None  # not counted yet
+    for readers, conditions, exact in ((EVERY_DOCUMENT, 0, False), (HR, 1, True)):
         async with tenant_transaction(reading_as(sessions, readers), tenant_id) as session:
-            scope = await visible_scope(
-                session, tenant_id=tenant_id, model=embedder.model_id, widen=True
-            )
-            setting = await session.scalar(text("select current_setting('hnsw.max_scan_tuples')"))
-        assert len(scope) == conditions
-        assert setting == ("200000" if widened else "20000")
+            scope = await visible_scope(session, tenant_id=tenant_id, model=model, nearest=True)
+        assert (len(scope.conditions), scope.exact) == (conditions, exact)
+    assert known_plan(HR, tenant_id=tenant_id, model=model) is True  # counted: a few chunks
+    async with tenant_transaction(reading_as(sessions, HR), tenant_id) as session:
+        keyword = await visible_scope(session, tenant_id=tenant_id, model=model, nearest=False)
+    assert not keyword.exact  # no vector leg, nothing to make exact
 
 
 async def test_the_planner_condition_keeps_unrestricted_chunks_when_there_are_some(
@@ -137,16 +139,20 @@ async def test_the_planner_condition_keeps_unrestricted_chunks_when_there_are_so
 ) -> None:
     tenant_id = await _seed(sessions, embedder)
     async with tenant_transaction(reading_as(sessions, HR), tenant_id) as session:
-        [with_open] = await visible_scope(
-            session, tenant_id=tenant_id, model=embedder.model_id, widen=False
-        )
+        [with_open] = (
+            await visible_scope(
+                session, tenant_id=tenant_id, model=embedder.model_id, nearest=False
+            )
+        ).conditions
     assert "= :" in str(with_open)  # access = '{}' OR access && principals
     async with tenant_transaction(reading_as(sessions, EVERY_DOCUMENT), tenant_id) as session:
         await session.execute(text("delete from documents where access = '{}'"))
     async with tenant_transaction(reading_as(sessions, HR), tenant_id) as session:
-        [listed] = await visible_scope(
-            session, tenant_id=tenant_id, model=embedder.model_id, widen=False
-        )
+        [listed] = (
+            await visible_scope(
+                session, tenant_id=tenant_id, model=embedder.model_id, nearest=False
+            )
+        ).conditions
     assert " OR " not in str(listed)
 
 
@@ -198,6 +204,7 @@ async def test_migration_0008_downgrades_and_upgrades_again(database: DatabaseUr
                 text("select qual from pg_policies where tablename = 'chunks'")
             )
             assert "rag_principals" in str(policy)
+            assert "rag_every_list" in str(policy)  # 0009: every arm an index condition
     finally:
         await engine.dispose()
         await drop_database(server, name)
