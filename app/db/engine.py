@@ -32,8 +32,11 @@ def create_engine(
     connect_timeout_seconds: float = 5,
 ) -> AsyncEngine:
     """`statement_timeout_seconds` > 0 cancels any statement running longer (SQLSTATE 57014).
-    Statement parameters (query and document text) never appear in errors or logs."""
-    server_settings = {"application_name": "rag-service"}
+    Statement parameters (query and document text) never appear in errors or logs.
+    `standard_conforming_strings` is on whatever the server's, database's or role's default
+    (a connection parameter, applied after them): the transaction settings are inlined as
+    literals whose backslashes must stay plain characters (settings_sql.py)."""
+    server_settings = {"application_name": "rag-service", "standard_conforming_strings": "on"}
     if statement_timeout_seconds > 0:
         server_settings["statement_timeout"] = f"{round(statement_timeout_seconds * 1000)}ms"
     engine = create_async_engine(

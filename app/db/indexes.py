@@ -31,8 +31,8 @@ from sqlalchemy.ext.asyncio import AsyncConnection, create_async_engine
 
 from app.db.engine import async_url
 from app.db.models import Chunk, Tenant
+from app.db.settings_sql import Computed
 from app.db.tenancy import (
-    Computed,
     SessionMaker,
     reading_as,
     registry_transaction,

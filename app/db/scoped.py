@@ -4,15 +4,11 @@
 statement, then the query, then COMMIT, each a round trip, with the session's bookkeeping
 around them. A vector search needs none of that bookkeeping, so `scoped_connection` checks a
 connection out of the same pool and opens the transaction with its settings in ONE
-simple-protocol message (`BEGIN; SELECT set_config(..., true), ...`): the query that follows
-is the second round trip, COMMIT the third. The settings are the same transaction-local
-ones (the tenant for row-level security, `hnsw.ef_search`, ...), so nothing outlives the
-transaction on the pooled connection.
-
-The values are inlined as SQL string literals, since a simple-protocol message cannot carry
-bound parameters: `sql_literal` doubles quotes (the connection runs with
-`standard_conforming_strings = on`, set at connect, so backslashes are plain characters) and
-refuses NUL, which PostgreSQL text cannot hold. The names are ours, never a caller's.
+simple-protocol message (`BEGIN; DO 'BEGIN SET LOCAL ...; END'; SELECT set_config(...)`, built
+by settings_sql.py, which also says why the SET LOCAL statements sit in a DO block): the query
+that follows is the second round trip, COMMIT the third. The settings are the same
+transaction-local ones as the session path's (the tenant for row-level security,
+`hnsw.ef_search`, ...), so nothing outlives the transaction on the pooled connection.
 
 The pool does not ping a connection before handing it out (a round trip on every search): a
 connection that died meanwhile (the server restarted) fails at the first message, before any
@@ -29,30 +25,10 @@ import asyncpg
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from app.db.failures import CONNECTION_ERRORS
-from app.db.tenancy import Computed, SessionMaker, Setting, transaction_settings
+from app.db.settings_sql import Setting, scope_message
+from app.db.tenancy import SessionMaker, transaction_settings
 
 SAVEPOINT = "rag_scoped"
-
-
-def sql_literal(value: str) -> str:
-    """`value` as a standard-conforming SQL string literal."""
-    if "\x00" in value:
-        raise ValueError("a NUL character cannot be sent to PostgreSQL")
-    return "'" + value.replace("'", "''") + "'"
-
-
-def scope_message(begin: str, settings: Mapping[str, Setting]) -> str:
-    """`begin` (BEGIN or SAVEPOINT) and every transaction-local setting, as one
-    simple-protocol message."""
-    calls = ", ".join(
-        f"set_config({sql_literal(name)}, {_value(value)}, true)"
-        for name, value in settings.items()
-    )
-    return f"{begin}; SELECT {calls}"
-
-
-def _value(value: Setting) -> str:
-    return f"({value.sql})" if isinstance(value, Computed) else sql_literal(value)
 
 
 @asynccontextmanager

@@ -1,10 +1,10 @@
 """Tenant-scoped transactions.
 
 A session opened with `info={"tenant_id": ...}` sets `app.tenant_id` at the start of every
-transaction, transaction-locally (`set_config(..., true)`), so a pooled connection never
-carries a tenant into the next request. Row-level security does the rest: no tenant set
-means no rows. `info={"settings": {...}}` sets other parameters (`hnsw.ef_search`, …) the
-same way, in the same statement.
+transaction, transaction-locally (SET LOCAL), so a pooled connection never carries a tenant
+into the next request. Row-level security does the rest: no tenant set means no rows.
+`info={"settings": {...}}` sets other parameters (`hnsw.ef_search`, …) the same way, in the
+same message.
 
 Beside the tenant, every tenant transaction carries who reads (`app.permissions.Readers`):
 `app.principals` (a JSON array) and `app.all_documents` ('on' or ''), which the policies on
@@ -12,6 +12,22 @@ documents and chunks read (migration 0008). A session maker made by `reading_as`
 readers into every session's info; without them a transaction sees only the documents that
 have no access list (fail closed). `transaction_settings` is the one place that turns a
 session's info into these settings: any path that sets them by other means calls it too.
+
+The settings go as SET LOCAL statements (settings_sql.py says why: Citus forwards those to its
+workers, never a `set_config()` call), in ONE simple-protocol message on the driver's
+connection, which SQLAlchemy's statements cannot carry (its asyncpg adapter prepares every
+statement, one statement each). That message must run inside the transaction: the adapter
+opens it lazily, sending BEGIN just before the first statement of the session, and a SET
+LOCAL sent before that BEGIN would be a no-op with a warning (fail closed, but every query of
+the transaction would see nothing). So the hook opens the transaction itself with the
+adapter's own `_start_transaction()`, the method its cursor calls before a first statement (a
+private name: its absence fails every tenant transaction at once, loudly), then checks with
+asyncpg's public `is_in_transaction()` that a transaction really is open, and refuses to send
+anything otherwise. Two round trips, as before this change (BEGIN, then the settings); the
+alternative without private names, any statement through SQLAlchemy to trigger the BEGIN,
+costs a third on every transaction. Errors are translated as SQLAlchemy translates its own
+(a lost connection is invalidated and raised as a `DBAPIError` that says so), so `_begun`
+still replaces a connection that died in the pool.
 """
 
 from __future__ import annotations
@@ -19,30 +35,21 @@ from __future__ import annotations
 import json
 from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
-from dataclasses import dataclass
 from typing import Any
 
+import asyncpg
 from sqlalchemy import Connection, event, text
+from sqlalchemy.dialects.postgresql.asyncpg import AsyncAdapt_asyncpg_connection
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from sqlalchemy.orm import Session, SessionTransaction
 
+from app.db.settings_sql import Setting as Setting  # part of this module's interface
+from app.db.settings_sql import scope_message
 from app.permissions import NO_READERS, Readers
 
 SessionMaker = async_sessionmaker[AsyncSession]
 READERS = "readers"  # the session info key `reading_as` fills
-
-
-@dataclass(frozen=True, slots=True)
-class Computed:
-    """A setting's value that the server works out as the transaction begins, in the same
-    statement: `sql` is an SQL expression of type text, built by our own code from constants
-    and identifiers we made (never from a caller's input)."""
-
-    sql: str
-
-
-Setting = str | Computed
 
 
 def reading_as(sessions: SessionMaker, readers: Readers) -> SessionMaker:
@@ -78,18 +85,37 @@ def transaction_settings(info: Mapping[str, Any]) -> dict[str, Setting]:
 @event.listens_for(Session, "after_begin")
 def _scope_to_tenant(session: Session, _tx: SessionTransaction, conn: Connection) -> None:
     local = transaction_settings(session.info)
-    if not local:
-        return
-    # One round trip for all of them; names and plain values are bound parameters.
-    calls, params = [], {}
-    for i, (name, value) in enumerate(local.items()):
-        params[f"name{i}"] = name
-        if isinstance(value, Computed):
-            calls.append(f"set_config(:name{i}, ({value.sql}), true)")
-        else:
-            params[f"value{i}"] = value
-            calls.append(f"set_config(:name{i}, :value{i}, true)")
-    conn.execute(text(f"select {', '.join(calls)}"), params)
+    if local:
+        _send_in_transaction(conn, scope_message(None, local))
+
+
+def _send_in_transaction(conn: Connection, message: str) -> None:
+    """`message` as one simple-protocol message inside the transaction `conn` has begun (the
+    module's docstring says how and why)."""
+    adapter = conn.connection.dbapi_connection
+    if not isinstance(adapter, AsyncAdapt_asyncpg_connection):
+        raise TypeError("tenant sessions need the asyncpg driver")
+
+    async def send(driver: asyncpg.Connection[Any]) -> None:
+        if not driver.is_in_transaction():
+            await adapter._start_transaction()
+        if not driver.is_in_transaction():  # e.g. an AUTOCOMMIT connection: nothing to scope
+            raise RuntimeError("no transaction to scope the settings to: refusing SET LOCAL")
+        await driver.execute(message)
+
+    try:
+        adapter.run_async(send)
+    except RuntimeError:
+        raise
+    except Exception as error:
+        lost = conn.dialect.is_disconnect(error, adapter, None)
+        if lost:
+            conn.invalidate(error)
+            # its pool's other connections died with it (a server restart): start afresh
+            conn.engine.dispose(close=False)
+        raise DBAPIError.instance(
+            None, None, error, Exception, connection_invalidated=lost, dialect=conn.dialect
+        ) from error
 
 
 @asynccontextmanager
@@ -126,17 +152,18 @@ async def _transaction(sessions: SessionMaker, info: dict[str, Any]) -> AsyncIte
 async def _begun(sessions: SessionMaker, info: dict[str, Any]) -> AsyncSession:
     """A session whose transaction is open (BEGIN and the settings sent). The pool does not
     ping connections before handing them out (a round trip on every request): one that died
-    meanwhile fails here, before any statement of the caller ran, SQLAlchemy drops the pool's
-    connections of that age, and the transaction is opened once more on a new one."""
+    meanwhile fails here, before any statement of the caller ran, the pool's connections of
+    that age are dropped, and the transaction is opened once more on a new one."""
     for attempt in (1, 2):
         session = sessions(info=info)
         try:
             connection = await session.connection()
             if not info:  # nothing for the settings hook to send: check the connection
                 await connection.execute(text("select 1"))
-        except DBAPIError as error:
+        except Exception as error:
             await session.close()
-            if attempt == 2 or not error.connection_invalidated:
+            lost = isinstance(error, DBAPIError) and error.connection_invalidated
+            if attempt == 2 or not lost:
                 raise
             continue
         return session

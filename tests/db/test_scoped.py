@@ -1,23 +1,28 @@
-"""The direct tenant-scoped transaction (app/db/scoped.py), as the runtime role with real
-commits: the settings arrive exactly, end with the transaction, and a connection never goes
-back to the pool inside one; a connection that died in the pool is replaced."""
+"""The tenant-scoped transactions of both paths (app/db/scoped.py, the direct one; tenancy.py,
+the session's), as the runtime role with real commits: the settings (settings_sql.py) arrive
+exactly, as SET LOCAL, end with the transaction, and a connection never goes back to the pool
+inside one; a connection that died in the pool is replaced."""
 
 from __future__ import annotations
 
 import asyncio
+import json
 import uuid
 from collections.abc import AsyncIterator
 
 import asyncpg
 import pytest
 from sqlalchemy import text
-from sqlalchemy.ext.asyncio import AsyncEngine
+from sqlalchemy.exc import DBAPIError
+from sqlalchemy.ext.asyncio import AsyncEngine, async_sessionmaker
 
 from app.db.engine import create_engine, create_sessionmaker
-from app.db.scoped import scope_message, scoped_connection, sql_literal
-from app.db.tenancy import SessionMaker, registry_transaction, tenant_transaction
+from app.db.scoped import scoped_connection
+from app.db.settings_sql import Computed, scope_message, sql_literal
+from app.db.tenancy import SessionMaker, reading_as, registry_transaction, tenant_transaction
 from app.ingest.documents import DocumentInput, ingest_documents
 from app.ingest.parsing import SourceType
+from app.permissions import Readers
 from app.retrieval.filters import SearchFilters
 from app.retrieval.search import SearchRequest, _nearest_hits, _where, search
 from app.settings import Settings
@@ -38,19 +43,56 @@ async def one_connection(settings: Settings) -> AsyncIterator[SessionMaker]:
     await engine.dispose()
 
 
-async def _state(sessions: SessionMaker) -> tuple[str, str]:
-    """The tenant setting and the transaction status a fresh scoped transaction starts from."""
+LEFT = (
+    "select coalesce(current_setting('app.tenant_id', true), ''),"
+    " coalesce(current_setting('app.principals', true), ''),"
+    " coalesce(nullif(current_setting('hnsw.ef_search', true), '40'), '')"
+)
+CLEAN = ("", "", "", "no")  # no tenant, principals or ef_search left; no transaction open
+PRINCIPALS = frozenset({"user:o'brien", "group:a\\b", 'group:"q"', "group:'; reset all; --"})
+EXPECTED_PRINCIPALS = json.dumps(sorted(PRINCIPALS))
+
+
+async def _state(sessions: SessionMaker) -> tuple[str, str, str, str]:
+    """The settings and the transaction status a fresh transaction on the pool starts from
+    (`hnsw.ef_search` only when it is not the server's default)."""
     engine = sessions.kw["bind"]
     assert isinstance(engine, AsyncEngine)
     async with engine.connect() as conn:
         raw = await conn.get_raw_connection()
         driver = raw.driver_connection
         assert driver is not None
-        tenant = await driver.fetchval(
-            "select coalesce(current_setting('app.tenant_id', true), '')"
-        )
+        row = await driver.fetchrow(LEFT)
+        assert row is not None
         in_transaction = "yes" if driver.is_in_transaction() else "no"
-    return str(tenant), in_transaction
+    return str(row[0]), str(row[1]), str(row[2]), in_transaction
+
+
+async def _last_message(sessions: SessionMaker, pid: int) -> str:
+    """What the server last received from backend `pid`, read on a connection of its own."""
+    engine = sessions.kw["bind"]
+    url = engine.url.set(drivername="postgresql").render_as_string(hide_password=False)
+    other = await asyncpg.connect(url)
+    try:
+        query = await other.fetchval("select query from pg_stat_activity where pid = $1", pid)
+    finally:
+        await other.close()
+    return str(query)
+
+
+def test_plain_settings_are_set_local_statements_and_computed_ones_set_config() -> None:
+    message = scope_message(
+        "BEGIN",
+        {"app.tenant_id": "it's", "hnsw.ef_search": Computed("'7'"), "plan_cache_mode": "x"},
+    )
+    assert message == (
+        "BEGIN;"
+        " DO 'BEGIN SET LOCAL app.tenant_id = ''it''''s'';"
+        " SET LOCAL plan_cache_mode = ''x''; END';"
+        " SELECT set_config('hnsw.ef_search', ('7'), true)"
+    )
+    assert scope_message(None, {"x.y": "1"}) == "DO 'BEGIN SET LOCAL x.y = ''1''; END'"
+    assert scope_message(None, {"x.y": Computed("'1'")}) == "SELECT set_config('x.y', ('1'), true)"
 
 
 def test_literals_are_quoted_and_nul_refused() -> None:
@@ -58,28 +100,128 @@ def test_literals_are_quoted_and_nul_refused() -> None:
     assert sql_literal("a\\b") == "'a\\b'"
     with pytest.raises(ValueError, match="NUL"):
         sql_literal("a\x00b")
-    assert scope_message("BEGIN", {"x.y": "1"}) == "BEGIN; SELECT set_config('x.y', '1', true)"
+    with pytest.raises(ValueError, match="NUL"):
+        scope_message("BEGIN", {"app.tenant_id": "a\x00b"})
 
 
-async def test_settings_arrive_exactly_and_end_with_the_transaction(
+@pytest.mark.parametrize(
+    "name", ["App.tenant", "a.b.c", "x; reset all", "x = '1'; set y", "", "1a", "a.", "é"]
+)
+def test_a_bad_setting_name_is_refused(name: str) -> None:
+    with pytest.raises(ValueError, match="not a setting name"):
+        scope_message("BEGIN", {name: "1"})
+    with pytest.raises(ValueError, match="not a setting name"):
+        scope_message(None, {name: Computed("'1'")})
+
+
+async def test_nul_and_a_bad_name_are_refused_on_both_paths(one_connection: SessionMaker) -> None:
+    for tenant, settings in (("t", {"a;b": "1"}), ("t\x00", {})):
+        with pytest.raises(ValueError, match=r"setting name|NUL"):
+            async with scoped_connection(one_connection, tenant, settings=settings):
+                pass
+        with pytest.raises(ValueError, match=r"setting name|NUL"):
+            async with tenant_transaction(one_connection, tenant, settings=settings):
+                pass
+    assert await _state(one_connection) == CLEAN
+
+
+async def test_the_connection_keeps_backslashes_plain(app_engine: AsyncEngine) -> None:
+    """On whatever the server's or the role's default: the inlined literals depend on it."""
+    async with app_engine.connect() as conn:
+        query = "select setting, source from pg_settings where name = :name"
+        row = await conn.execute(text(query), {"name": "standard_conforming_strings"})
+        assert tuple(row.one()) == ("on", "client")
+
+
+async def test_settings_arrive_exactly_as_set_local_and_end_with_the_transaction(
     one_connection: SessionMaker,
 ) -> None:
-    async with scoped_connection(
-        one_connection, HOSTILE, settings={"hnsw.ef_search": "77"}
-    ) as driver:
-        assert await driver.fetchval("select current_setting('app.tenant_id')") == HOSTILE
-        assert await driver.fetchval("select current_setting('hnsw.ef_search')") == "77"
+    sessions = reading_as(one_connection, Readers(PRINCIPALS))
+    async with scoped_connection(sessions, HOSTILE, settings={"hnsw.ef_search": "77"}) as driver:
+        # pg_settings reports source 'session' for SET LOCAL and set_config alike: the text
+        # the server received is what tells them apart
+        message = await _last_message(one_connection, driver.get_server_pid())
+        assert message.startswith("BEGIN; DO 'BEGIN SET LOCAL hnsw.ef_search = ''77'';")
+        assert " SET LOCAL app.tenant_id = " in message
+        assert "set_config" not in message
+        assert tuple(await driver.fetchrow(LEFT) or ()) == (HOSTILE, EXPECTED_PRINCIPALS, "77")
         assert driver.is_in_transaction()
-    assert await _state(one_connection) == ("", "no")
+    assert await _state(one_connection) == CLEAN
 
 
 async def test_an_error_rolls_back_and_the_connection_is_clean(
     one_connection: SessionMaker,
 ) -> None:
     with pytest.raises(asyncpg.DivisionByZeroError):
-        async with scoped_connection(one_connection, "scoped-error") as driver:
-            await driver.fetchval("select 1 / 0")
-    assert await _state(one_connection) == ("", "no")
+        await _fail_directly(reading_as(one_connection, Readers(PRINCIPALS)))
+    assert await _state(one_connection) == CLEAN
+
+
+async def test_the_session_path_sets_them_in_its_transaction_before_its_first_statement(
+    one_connection: SessionMaker,
+) -> None:
+    """The hook opens the transaction the driver adapter would open lazily, then sends the
+    settings in it: they are the last thing the server received before the caller's first
+    statement, and that statement sees them."""
+    sessions = reading_as(one_connection, Readers(PRINCIPALS))
+    async with sessions(info={"tenant_id": HOSTILE}) as session, session.begin():
+        conn = await session.connection()
+        driver = (await conn.get_raw_connection()).driver_connection
+        assert driver is not None
+        assert driver.is_in_transaction()
+        message = await _last_message(one_connection, driver.get_server_pid())
+        assert message.startswith("DO 'BEGIN SET LOCAL app.tenant_id = ")
+        assert "set_config" not in message
+        row = (await session.execute(text(LEFT))).one()
+        assert tuple(row) == (HOSTILE, EXPECTED_PRINCIPALS, "")
+    assert await _state(one_connection) == CLEAN
+    with pytest.raises(DBAPIError, match="division by zero"):
+        await _fail_in_session(sessions)
+    assert await _state(one_connection) == CLEAN
+
+
+async def _fail_in_session(sessions: SessionMaker) -> None:
+    async with tenant_transaction(sessions, HOSTILE, settings={"hnsw.ef_search": "77"}) as session:
+        row = (await session.execute(text(LEFT))).one()
+        assert tuple(row) == (HOSTILE, EXPECTED_PRINCIPALS, "77")
+        await session.execute(text("select 1 / 0"))
+
+
+async def _fail_directly(sessions: SessionMaker) -> None:
+    async with scoped_connection(sessions, HOSTILE, settings={"hnsw.ef_search": "77"}) as driver:
+        assert tuple(await driver.fetchrow(LEFT) or ()) == (HOSTILE, EXPECTED_PRINCIPALS, "77")
+        await driver.fetchval("select 1 / 0")
+
+
+async def test_the_session_path_refuses_a_connection_without_a_transaction(
+    one_connection: SessionMaker,
+) -> None:
+    """SET LOCAL outside a transaction would be a no-op: refused before anything is sent."""
+    engine = one_connection.kw["bind"]
+    autocommit = create_sessionmaker(engine.execution_options(isolation_level="AUTOCOMMIT"))
+    with pytest.raises(RuntimeError, match="refusing SET LOCAL"):
+        async with tenant_transaction(autocommit, "never"):
+            pass
+    assert await _state(one_connection) == CLEAN
+
+
+async def test_a_rolled_back_savepoint_leaves_no_settings(app_engine: AsyncEngine) -> None:
+    """A sessionmaker bound to a connection in a transaction gets savepoints on both paths;
+    ROLLBACK TO SAVEPOINT takes their settings back."""
+    async with app_engine.connect() as conn:
+        outer = await conn.begin()
+        await conn.execute(text("select 1"))  # the driver adapter sends BEGIN with a statement
+        sessions = async_sessionmaker(
+            bind=conn, expire_on_commit=False, join_transaction_mode="create_savepoint"
+        )
+        sessions = reading_as(sessions, Readers(PRINCIPALS))
+        with pytest.raises(asyncpg.DivisionByZeroError):
+            await _fail_directly(sessions)
+        assert tuple((await conn.execute(text(LEFT))).one()) == ("", "", "")
+        with pytest.raises(DBAPIError, match="division by zero"):
+            await _fail_in_session(sessions)
+        assert tuple((await conn.execute(text(LEFT))).one()) == ("", "", "")
+        await outer.rollback()
 
 
 async def test_a_cancelled_query_never_returns_its_transaction_to_the_pool(
@@ -94,7 +236,7 @@ async def test_a_cancelled_query_never_returns_its_transaction_to_the_pool(
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
         await task
-    assert await _state(one_connection) == ("", "no")
+    assert await _state(one_connection) == CLEAN
     async with scoped_connection(one_connection, "scoped-after") as driver:
         assert await driver.fetchval("select current_setting('app.tenant_id')") == "scoped-after"
 

@@ -1,0 +1,88 @@
+"""Transaction-local settings as SQL text: the one builder of the message that opens a tenant
+transaction, for both ways of opening one (tenancy.py's session hook, scoped.py's direct path).
+
+Plain settings (the tenant, who reads, `hnsw.ef_search` when it is a number, ...) are
+`SET LOCAL name = 'value'` statements: on Citus (docs/operations.md, "Sharding by tenant on
+Citus") the coordinator forwards SET LOCAL statements, and only those, to the workers of the
+transaction (`citus.propagate_set_commands = local`); a `set_config()` call is a function the
+coordinator evaluates for itself, so the workers would see no tenant (no rows: fail closed).
+
+They are sent inside one DO block rather than as top-level statements of the message. Citus
+forwards the *query string* of the SET statement it sees (`PostprocessVariableSetStmt(setStmt,
+queryString)`, commands/variableset.c and utility_hook.c), and PostgreSQL hands a top-level
+statement of a multi-statement message the whole message as its query string: every worker
+would run the whole message (its BEGIN, every SET and the computed `set_config` below) once
+per SET LOCAL in it. PL/pgSQL runs each statement of the block through SPI, which passes that
+statement's own text; Citus' utility hook handles a SET from any context the same way (no
+check of the context, and `IsMultiStatementTransaction` counts a DO block), so each SET LOCAL
+reaches the workers as itself, and nothing else does. SET LOCAL in a DO block without an
+exception clause lasts until the transaction ends, as at top level.
+
+Computed values (`Computed`: an SQL expression, e.g. `hnsw.ef_search` from the size of the
+tenant's dedicated index) stay `set_config(name, (expression), true)` calls: SET takes no
+expression. On Citus they are evaluated on the coordinator and are not forwarded.
+
+A simple-protocol message carries no bound parameters, so values are inlined as SQL string
+literals: `sql_literal` doubles quotes and refuses NUL, which PostgreSQL text cannot hold;
+backslashes are plain characters because every connection runs with
+`standard_conforming_strings = on` (engine.py sets it at connect). The block's body is itself
+such a literal, so a value is quoted twice, each time by the same rule. Setting names are
+ours, never a caller's, and must match `NAME` all the same: a name is SQL text.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+NAME = re.compile(r"[a-z_][a-z0-9_]*(\.[a-z_][a-z0-9_]*)?")
+
+
+@dataclass(frozen=True, slots=True)
+class Computed:
+    """A setting's value that the server works out as the transaction begins, in the same
+    message: `sql` is an SQL expression of type text, built by our own code from constants
+    and identifiers we made (never from a caller's input)."""
+
+    sql: str
+
+
+Setting = str | Computed
+
+
+def sql_literal(value: str) -> str:
+    """`value` as a standard-conforming SQL string literal."""
+    if "\x00" in value:
+        raise ValueError("a NUL character cannot be sent to PostgreSQL")
+    return "'" + value.replace("'", "''") + "'"
+
+
+def setting_name(name: str) -> str:
+    """`name`, when it is a plain (optionally two-part) lower-case identifier."""
+    if not NAME.fullmatch(name):
+        raise ValueError(f"not a setting name: {name!r}")
+    return name
+
+
+def scope_message(begin: str | None, settings: Mapping[str, Setting]) -> str:
+    """`begin` (BEGIN, a SAVEPOINT, or None inside a transaction already begun) and every
+    transaction-local setting, as one simple-protocol message: a DO block of SET LOCAL
+    statements for the plain values, then one SELECT of `set_config` calls for the computed
+    ones."""
+    plain = [
+        f"SET LOCAL {setting_name(name)} = {sql_literal(value)};"
+        for name, value in settings.items()
+        if not isinstance(value, Computed)
+    ]
+    computed = [
+        f"set_config({sql_literal(setting_name(name))}, ({value.sql}), true)"
+        for name, value in settings.items()
+        if isinstance(value, Computed)
+    ]
+    statements = [begin] if begin else []
+    if plain:
+        statements.append("DO " + sql_literal(" ".join(["BEGIN", *plain, "END"])))
+    if computed:
+        statements.append("SELECT " + ", ".join(computed))
+    return "; ".join(statements)
