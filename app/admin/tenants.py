@@ -10,6 +10,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.admin.audit import Actor, record, tenant_snapshot
 from app.db.models import Document, Tenant
+from app.db.settings_sql import scope_message
 from app.errors import Conflict, Unprocessable
 from app.tenants import create_tenant, get_tenant
 from app.usage import forget_tenant
@@ -40,17 +41,18 @@ async def tenant_page(
 
 
 async def counts_of(session: AsyncSession, tenant_ids: Sequence[str]) -> dict[str, TenantCounts]:
-    """Documents and chunks per tenant, each counted under that tenant's own RLS scope (the
-    setting is transaction-local: it ends with the caller's registry transaction)."""
+    """Documents and chunks per tenant, each counted under that tenant's own RLS scope and
+    every document of it, restricted ones included (the settings are transaction-local: they
+    end with the caller's registry transaction, and are cleared here before it goes on)."""
     counts: dict[str, TenantCounts] = {}
     stmt = select(func.count(Document.id), func.coalesce(func.sum(Document.chunk_count), 0))
     for tenant_id in tenant_ids:
-        await session.execute(
-            text("select set_config('app.tenant_id', :t, true)"), {"t": tenant_id}
-        )
+        scope = {"app.tenant_id": tenant_id, "app.all_documents": "on"}
+        await (await session.connection()).exec_driver_sql(scope_message(None, scope))
         documents, chunks = (await session.execute(stmt)).one()
         counts[tenant_id] = TenantCounts(int(documents), int(chunks))
-    await session.execute(text("select set_config('app.tenant_id', '', true)"))
+    cleared = {"app.tenant_id": "", "app.all_documents": ""}
+    await (await session.connection()).exec_driver_sql(scope_message(None, cleared))
     return counts
 
 

@@ -1,6 +1,7 @@
 """A caller who may see a small part of a large tenant gets the exact top-k of what it may see
 (issue #19, point 4): its vector candidates come from the access lists' index, every visible
-row measured, never from an HNSW walk filtered down to 1% (app/retrieval/visibility.py)."""
+row measured, never from an HNSW walk filtered down to 1% (app/retrieval/visibility.py). On the
+same tenant, whose every document is restricted: the admin list still counts them all."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ import pytest
 from sqlalchemy import insert, text
 from sqlalchemy.ext.asyncio import AsyncEngine
 
+from app.admin.tenants import TenantCounts, counts_of
 from app.db.engine import create_sessionmaker
 from app.db.indexes import (
     DedicatedIndex,
@@ -183,3 +185,16 @@ async def test_similar_chunks_of_a_small_visible_set_are_exact_too(
 
 def test_the_small_visible_bound_covers_one_percent_of_half_a_million_chunks() -> None:
     assert SMALL_VISIBLE >= 5_000
+
+
+async def test_the_admin_counts_include_restricted_documents(
+    restricted: tuple[SessionMaker, str, Matrix, list[uuid.UUID]],
+) -> None:
+    """The admin list counts every document of a tenant, in a registry transaction that names
+    no readers (here on the engine's own connections, where nothing outlives a transaction)."""
+    sessions, tenant_id, _vectors, _ids = restricted
+    async with registry_transaction(sessions) as session:
+        counts = await counts_of(session, [tenant_id])
+        leftover = await session.scalar(text("select current_setting('app.all_documents', true)"))
+    assert counts[tenant_id] == TenantCounts(DOCUMENTS, DOCUMENTS * CHUNKS_PER_DOCUMENT)
+    assert leftover == ""
