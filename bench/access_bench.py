@@ -259,18 +259,22 @@ def callers(data: Data) -> list[Caller]:
 @contextmanager
 def visibility_plan(enabled: bool) -> Iterator[None]:
     """Off: without app/retrieval/visibility.py (no access condition for the planner, no
-    exact plan for small visible sets): RLS and iterative scans alone."""
-    original = search_module.visible_scope
+    exact plan for small visible sets): every vector search walks the HNSW index on the
+    direct path, RLS and iterative scans alone."""
+    originals = search_module.visible_scope, search_module.known_plan
     if not enabled:
 
         async def nothing(*args: object, **kwargs: object) -> Scope:
             return Scope([])
 
-        search_module.visible_scope = nothing
+        def graph(*args: object, **kwargs: object) -> bool:
+            return False
+
+        search_module.visible_scope, search_module.known_plan = nothing, graph
     try:
         yield
     finally:
-        search_module.visible_scope = original
+        search_module.visible_scope, search_module.known_plan = originals
 
 
 async def measure(
