@@ -341,6 +341,8 @@ def main() -> None:
     command = " ".join(["python -m bench", *sys.argv[1:]])
     results = asyncio.run(run(plan, command))
     report = write_report(results, plan.out)
+    # the sizes' results as they came, kept only while a run is under way (or died)
+    (plan.out / "results.partial.json").unlink(missing_ok=True)
     if not args.quick:
         write_json("peers_bench", results)
     print(f"report: {report}")  # noqa: T201

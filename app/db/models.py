@@ -129,6 +129,18 @@ class Document(Base):
         CheckConstraint("source_type in ('text', 'markdown', 'html', 'pdf')", name="source_type"),
         Index(None, "tenant_id", "created_at"),
         Index(None, "access", postgresql_using="gin"),
+        # migration 0009: a tenant's unrestricted documents (the policy's `access = '{}'`
+        # arm) and whether it has restricted ones at all (app/retrieval/visibility.py)
+        Index(
+            "ix_documents_tenant_id_unrestricted",
+            "tenant_id",
+            postgresql_where=text("access = '{}'"),
+        ),
+        Index(
+            "ix_documents_tenant_id_restricted",
+            "tenant_id",
+            postgresql_where=text("access <> '{}'"),
+        ),
         Index(
             "ix_documents_embedding_hnsw",
             "embedding",

@@ -49,7 +49,7 @@ from app.retrieval.diversity import mmr
 from app.retrieval.filters import SearchFilters, conditions
 from app.retrieval.fusion import BothScores, FusionMethod, fuse, weighted_fuse
 from app.retrieval.shortfall import Shortfall, explain_shortfall
-from app.retrieval.visibility import Scope, known_plan, visible_scope
+from app.retrieval.visibility import Scope, access_lists_matter, known_plan, visible_scope
 
 
 class SearchMode(StrEnum):
@@ -134,6 +134,7 @@ async def search(
             async with tenant_transaction(sessions, tenant_id) as session:
                 shortfall = await _shortfall(session, tenant_id, embedder.model_id, request, hits)
     else:
+        listed = await access_lists_matter(sessions, tenant_id)
         async with tenant_transaction(
             sessions, tenant_id, settings=_index_settings(request, tenant_id)
         ) as session:
@@ -144,6 +145,7 @@ async def search(
                 tenant_id=tenant_id,
                 model=embedder.model_id,
                 nearest=request.mode is not SearchMode.KEYWORD,
+                listed=listed,
             )
             where = _where(tenant_id, embedder.model_id, request, scope.conditions)
             if request.diversity:

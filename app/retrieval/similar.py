@@ -39,7 +39,7 @@ from app.retrieval.search import (
     index_settings,
     nearest_hits,
 )
-from app.retrieval.visibility import visible_scope
+from app.retrieval.visibility import access_lists_matter, visible_scope
 
 SHARED_COLLECTION = "shared"
 
@@ -88,6 +88,7 @@ async def similar_to_chunk(
     access: AccessCounter | None = None,
 ) -> SimilarOutcome:
     """Chunks like this one, best first; 404 when the tenant has no such chunk."""
+    listed = await access_lists_matter(sessions, tenant_id)
     async with tenant_transaction(
         sessions, tenant_id, settings=index_settings(request.ef_search, tenant_id)
     ) as session:
@@ -103,7 +104,7 @@ async def similar_to_chunk(
         filters = SearchFilters(collections=scope_collections(request, row.name))
         # as search does: the access condition for the planner, exact for a small visible set
         scope = await visible_scope(
-            session, tenant_id=tenant_id, model=row.embedding_model, nearest=True
+            session, tenant_id=tenant_id, model=row.embedding_model, nearest=True, listed=listed
         )
         where: list[ColumnElement[bool]] = [
             Chunk.tenant_id == tenant_id,
@@ -160,6 +161,7 @@ async def similar_to_document(
     """Documents like this one (one entry each: its best chunk, the documents' similarity),
     best first; 404 when the tenant has no such document. A document without a vector (no
     chunks, or half-way through a reindex) has no neighbours."""
+    listed = await access_lists_matter(sessions, tenant_id)
     async with tenant_transaction(
         sessions, tenant_id, settings=index_settings(request.ef_search, tenant_id)
     ) as session:
@@ -186,7 +188,7 @@ async def similar_to_document(
         fetch = max(request.candidates, request.top_k)
         # a caller who sees few chunks sees few documents: exact too (visibility.py)
         scope = await visible_scope(
-            session, tenant_id=tenant_id, model=row.embedding_model, nearest=True
+            session, tenant_id=tenant_id, model=row.embedding_model, nearest=True, listed=listed
         )
         found = await nearest_documents(
             session,

@@ -10,12 +10,14 @@ the partial btree of a tenant's unrestricted chunks, `access && principals` on t
 So a small visible set can be read exactly, from the posting lists of the caller's
 principals, in a few milliseconds: at 100k chunks a caller who sees 1% of a 100,000-chunk
 tenant gets its exact top-k in ~3 ms, where the HNSW graph, walked past the other 99% by an
-iterative scan, took ~80 ms for ~0.8 recall. For a caller who sees at most `SMALL_VISIBLE`
-chunks of the tenant (a bounded count through the same policies, kept `COUNT_TTL_SECONDS` per
-tenant, model and set of principals: a plan choice, never a result) the vector statements
-order by an expression no index answers (search.py `_candidates`), which leaves the planner
-that plan. Larger visible sets walk the HNSW index as every other search does. Measured in
-bench/access_bench.py (docs/BENCHMARKS.md, "Search under document permissions").
+iterative scan, took ~80 ms for ~0.8 recall. In a tenant with access lists (one probe per
+`COUNT_TTL_SECONDS`; in a tenant without, every member sees it all and nothing is counted),
+for a caller who sees at most `SMALL_VISIBLE` chunks of the tenant (a bounded count through
+the same policies, kept `COUNT_TTL_SECONDS` per tenant, model and set of principals: a plan
+choice, never a result) the vector statements order by an expression no index answers
+(search.py `_candidates`), which leaves the planner that plan. Larger visible sets walk the
+HNSW index as every other search does. Measured in bench/access_bench.py
+(docs/BENCHMARKS.md, "Search under document permissions").
 """
 
 from __future__ import annotations
@@ -29,8 +31,14 @@ from sqlalchemy.dialects.postgresql import ARRAY
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.db.models import Chunk
-from app.db.tenancy import readers_of
-from app.permissions import Readers
+from app.db.tenancy import (
+    SessionMaker,
+    readers_of,
+    readers_of_sessions,
+    reading_as,
+    tenant_transaction,
+)
+from app.permissions import EVERY_DOCUMENT, Readers
 
 # Chunks: up to this many visible, vector search is exact (~3 us a row: 3 ms for 1,000 rows,
 # 15 ms for 5,000, where an HNSW walk filtered to 10% of a 100k-row graph takes ~18 ms).
@@ -98,6 +106,49 @@ class VisibleCounts:
 
 
 COUNTS = VisibleCounts()
+LISTED_TENANT = text(
+    "select exists (select 1 from documents where tenant_id = :tenant and access <> '{}')"
+)
+
+
+class ListedTenants:
+    """Whether a tenant has any document with an access list, for a while: a plan choice. In
+    a tenant without lists every member sees the whole tenant, and the planner's usual plans
+    (the btree for a small tenant, else an HNSW index) need no count of anybody's chunks."""
+
+    def __init__(self) -> None:
+        self._listed: OrderedDict[str, tuple[bool, float]] = OrderedDict()
+
+    def known(self, tenant_id: str) -> bool | None:
+        if (found := self._listed.get(tenant_id)) is not None and found[1] > time.monotonic():
+            return found[0]
+        return None
+
+    async def check(self, sessions: SessionMaker, tenant_id: str) -> bool:
+        """One probe of a partial index, as the service itself (every document: the caller
+        may not see the lists it asks about, and is never told)."""
+        if (known := self.known(tenant_id)) is not None:
+            return known
+        async with tenant_transaction(reading_as(sessions, EVERY_DOCUMENT), tenant_id) as session:
+            listed = bool(await session.scalar(LISTED_TENANT, {"tenant": tenant_id}))
+        self._listed[tenant_id] = (listed, time.monotonic() + COUNT_TTL_SECONDS)
+        self._listed.move_to_end(tenant_id)
+        while len(self._listed) > MAX_COUNTS:
+            self._listed.popitem(last=False)
+        return listed
+
+
+LISTED = ListedTenants()
+
+
+async def access_lists_matter(sessions: SessionMaker, tenant_id: str) -> bool:
+    """Whether the readers of `sessions` might see only part of the tenant: they do not see
+    every document, and the tenant has documents with access lists."""
+    if readers_of_sessions(sessions).all_documents:
+        return False
+    return await LISTED.check(sessions, tenant_id)
+
+
 # The exact plan reads the small visible set through the policy's arms, which the planner
 # costs from table-wide estimates close to reading the whole table: never a sequential scan.
 EXACT_PLAN = text("SET LOCAL enable_seqscan = off")
@@ -105,21 +156,26 @@ EXACT_PLAN = text("SET LOCAL enable_seqscan = off")
 
 def known_plan(readers: Readers, *, tenant_id: str, model: str) -> bool | None:
     """Whether a vector search of `readers` is exact (True) or walks the HNSW index (False),
-    when that is known without a query: they see every document, or a fresh count says how
-    many chunks they see. None: a count is needed (`visible_scope` makes it). Known plans take
-    the vector search's direct path (no ORM session)."""
+    when that is known without a query: they see every document, the tenant has no access
+    lists, or a fresh count says how many chunks they see. None: a probe or a count is needed
+    (`access_lists_matter`, `visible_scope`). Known plans take the vector search's direct path
+    (no ORM session)."""
     if readers.all_documents:
         return False
+    listed = LISTED.known(tenant_id)
+    if not listed:
+        return listed
     visible = COUNTS.known(tenant_id=tenant_id, model=model, readers=readers)
     return None if visible is None else visible <= SMALL_VISIBLE
 
 
 async def visible_scope(
-    session: AsyncSession, *, tenant_id: str, model: str, nearest: bool
+    session: AsyncSession, *, tenant_id: str, model: str, nearest: bool, listed: bool
 ) -> Scope:
     """The access condition for the planner, in the session's tenant transaction; with
-    `nearest` (the search has a vector leg), exact vector candidates for a caller who sees at
-    most `SMALL_VISIBLE` chunks. Callers who see every document are left as they were.
+    `nearest` (the search has a vector leg) in a tenant with access lists (`listed`, from
+    `access_lists_matter`), exact vector candidates for a caller who sees at most
+    `SMALL_VISIBLE` chunks. Callers who see every document are left as they were.
 
     When the tenant holds no unrestricted chunk (one probe of the partial index, never
     cached: a condition that left out rows the caller may see would lose results), the
@@ -129,13 +185,13 @@ async def visible_scope(
     if readers.all_documents:
         return Scope([])
     exact = False
-    if nearest:
+    if nearest and listed:
         visible = await COUNTS.count(session, tenant_id=tenant_id, model=model, readers=readers)
         exact = visible <= SMALL_VISIBLE
         if exact:  # as the direct path's exact plan (search.py `_index_settings`)
             await session.execute(EXACT_PLAN)
     unrestricted = select(Chunk.id).where(Chunk.tenant_id == tenant_id, Chunk.access == [])
     if readers.principals and not await session.scalar(select(unrestricted.exists())):
-        listed = Chunk.access.overlap(literal(sorted(readers.principals), ARRAY(Text)))
-        return Scope([listed], exact)
+        overlap = Chunk.access.overlap(literal(sorted(readers.principals), ARRAY(Text)))
+        return Scope([overlap], exact)
     return Scope(visible_chunks(readers), exact)

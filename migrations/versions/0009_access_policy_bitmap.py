@@ -13,7 +13,8 @@ nothing without reading). Same rows for every caller, for reads and for writes; 
 is a GIN (or partial btree) condition, and a small visible set is read exactly from the
 posting lists of the caller's principals (app/retrieval/visibility.py). Documents get the
 partial btree of a tenant's unrestricted rows that chunks have had since 0008, so their
-`access = '{}'` arm reads one tenant's rows, not every tenant's.
+`access = '{}'` arm reads one tenant's rows, not every tenant's, and one of its restricted
+rows, so the service can tell in one probe whether a tenant uses access lists at all.
 """
 
 from alembic import op
@@ -53,6 +54,10 @@ def upgrade() -> None:
         "CREATE INDEX ix_documents_tenant_id_unrestricted ON documents (tenant_id)"
         " WHERE access = '{}'"
     )
+    op.execute(
+        "CREATE INDEX ix_documents_tenant_id_restricted ON documents (tenant_id)"
+        " WHERE access <> '{}'"
+    )
     for table in ("documents", "chunks"):
         _policy(table, AFTER)
 
@@ -60,5 +65,6 @@ def upgrade() -> None:
 def downgrade() -> None:
     for table in ("documents", "chunks"):
         _policy(table, BEFORE)
+    op.execute("DROP INDEX ix_documents_tenant_id_restricted")
     op.execute("DROP INDEX ix_documents_tenant_id_unrestricted")
     op.execute("DROP FUNCTION rag_every_list()")

@@ -18,7 +18,7 @@ from app.db.tenancy import SessionMaker, reading_as, tenant_transaction, transac
 from app.ingest.documents import DocumentInput, ingest_document
 from app.ingest.parsing import SourceType
 from app.permissions import EVERY_DOCUMENT, NO_READERS, Readers, normalized_access
-from app.retrieval.visibility import known_plan, visible_scope
+from app.retrieval.visibility import COUNTS, access_lists_matter, known_plan, visible_scope
 from tests.conftest import (
     APP_PASSWORD,
     APP_ROLE,
@@ -123,15 +123,47 @@ async def test_small_visible_sets_get_the_exact_plan(
     tenant_id = await _seed(sessions, embedder)
     model = embedder.model_id
     assert known_plan(EVERY_DOCUMENT, tenant_id=tenant_id, model=model) is False  # the graph
+    assert known_plan(HR, tenant_id=tenant_id, model=model) is None  # nothing known yet
+    assert await access_lists_matter(reading_as(sessions, HR), tenant_id)
+    assert not await access_lists_matter(reading_as(sessions, EVERY_DOCUMENT), tenant_id)
     assert known_plan(HR, tenant_id=tenant_id, model=model) is None  # not counted yet
     for readers, conditions, exact in ((EVERY_DOCUMENT, 0, False), (HR, 1, True)):
         async with tenant_transaction(reading_as(sessions, readers), tenant_id) as session:
-            scope = await visible_scope(session, tenant_id=tenant_id, model=model, nearest=True)
+            scope = await visible_scope(
+                session, tenant_id=tenant_id, model=model, nearest=True, listed=True
+            )
         assert (len(scope.conditions), scope.exact) == (conditions, exact)
     assert known_plan(HR, tenant_id=tenant_id, model=model) is True  # counted: a few chunks
     async with tenant_transaction(reading_as(sessions, HR), tenant_id) as session:
-        keyword = await visible_scope(session, tenant_id=tenant_id, model=model, nearest=False)
+        keyword = await visible_scope(
+            session, tenant_id=tenant_id, model=model, nearest=False, listed=True
+        )
     assert not keyword.exact  # no vector leg, nothing to make exact
+
+
+async def test_a_tenant_without_access_lists_needs_no_count(
+    sessions: SessionMaker, embedder: WordHashEmbedder
+) -> None:
+    """Every member sees the whole tenant: the planner's usual plans, no count per caller."""
+    tenant_id = await registered_tenant(sessions)
+    await ingest_document(
+        sessions,
+        embedder,
+        chunker=small_chunker(),
+        tenant_id=tenant_id,
+        document=DocumentInput(
+            content="Open.", source_type=SourceType.TEXT, title="open", external_id="open"
+        ),
+    )
+    model = embedder.model_id
+    assert not await access_lists_matter(reading_as(sessions, HR), tenant_id)
+    assert known_plan(HR, tenant_id=tenant_id, model=model) is False
+    async with tenant_transaction(reading_as(sessions, HR), tenant_id) as session:
+        scope = await visible_scope(
+            session, tenant_id=tenant_id, model=model, nearest=True, listed=False
+        )
+    assert not scope.exact
+    assert COUNTS.known(tenant_id=tenant_id, model=model, readers=HR) is None
 
 
 async def test_the_planner_condition_keeps_unrestricted_chunks_when_there_are_some(
@@ -141,7 +173,7 @@ async def test_the_planner_condition_keeps_unrestricted_chunks_when_there_are_so
     async with tenant_transaction(reading_as(sessions, HR), tenant_id) as session:
         [with_open] = (
             await visible_scope(
-                session, tenant_id=tenant_id, model=embedder.model_id, nearest=False
+                session, tenant_id=tenant_id, model=embedder.model_id, nearest=False, listed=True
             )
         ).conditions
     assert "= :" in str(with_open)  # access = '{}' OR access && principals
@@ -150,7 +182,7 @@ async def test_the_planner_condition_keeps_unrestricted_chunks_when_there_are_so
     async with tenant_transaction(reading_as(sessions, HR), tenant_id) as session:
         [listed] = (
             await visible_scope(
-                session, tenant_id=tenant_id, model=embedder.model_id, nearest=False
+                session, tenant_id=tenant_id, model=embedder.model_id, nearest=False, listed=True
             )
         ).conditions
     assert " OR " not in str(listed)
