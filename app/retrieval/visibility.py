@@ -24,7 +24,9 @@ from __future__ import annotations
 
 import time
 from collections import OrderedDict
+from collections.abc import Hashable
 from dataclasses import dataclass
+from typing import Generic, TypeVar
 
 from sqlalchemy import ColumnElement, Text, func, literal, or_, select, text
 from sqlalchemy.dialects.postgresql import ARRAY
@@ -44,7 +46,7 @@ from app.permissions import EVERY_DOCUMENT, Readers
 # 15 ms for 5,000, where an HNSW walk filtered to 10% of a 100k-row graph takes ~18 ms).
 SMALL_VISIBLE = 5_000
 COUNT_TTL_SECONDS = 300.0  # a plan choice: a stale count costs time or a little recall
-MAX_COUNTS = 10_000  # remembered (tenant, model, principals) counts
+MAX_COUNTS = 10_000  # remembered counts, and tenants with or without access lists
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,22 +69,41 @@ def visible_chunks(readers: Readers) -> list[ColumnElement[bool]]:
     return [or_(unrestricted, listed)]
 
 
+K = TypeVar("K", bound=Hashable)
+V = TypeVar("V")
+
+
+class Remembered(Generic[K, V]):
+    """Values kept `COUNT_TTL_SECONDS`, the `MAX_COUNTS` most recently used: plan choices."""
+
+    def __init__(self) -> None:
+        self._values: OrderedDict[K, tuple[V, float]] = OrderedDict()
+
+    def get(self, key: K) -> V | None:
+        """The value, if it is still fresh."""
+        if (found := self._values.get(key)) is not None and found[1] > time.monotonic():
+            self._values.move_to_end(key)
+            return found[0]
+        return None
+
+    def put(self, key: K, value: V) -> V:
+        self._values[key] = (value, time.monotonic() + COUNT_TTL_SECONDS)
+        self._values.move_to_end(key)
+        while len(self._values) > MAX_COUNTS:
+            self._values.popitem(last=False)
+        return value
+
+
 class VisibleCounts:
     """How many chunks a set of principals sees in a tenant (up to a bound), for a while: a
     plan choice, never a result, so a stale count costs time or a little recall, not access."""
 
     def __init__(self) -> None:
-        self._counts: OrderedDict[tuple[str, str, frozenset[str]], tuple[int, float]] = (
-            OrderedDict()
-        )
+        self._counts: Remembered[tuple[str, str, frozenset[str]], int] = Remembered()
 
     def known(self, *, tenant_id: str, model: str, readers: Readers) -> int | None:
         """The remembered count, if it is still fresh."""
-        key = (tenant_id, model, readers.principals)
-        if (found := self._counts.get(key)) is not None and found[1] > time.monotonic():
-            self._counts.move_to_end(key)
-            return found[0]
-        return None
+        return self._counts.get((tenant_id, model, readers.principals))
 
     async def count(
         self, session: AsyncSession, *, tenant_id: str, model: str, readers: Readers
@@ -97,12 +118,7 @@ class VisibleCounts:
             .subquery()
         )
         counted = int(await session.scalar(select(func.count()).select_from(bounded)) or 0)
-        key = (tenant_id, model, readers.principals)
-        self._counts[key] = (counted, time.monotonic() + COUNT_TTL_SECONDS)
-        self._counts.move_to_end(key)
-        while len(self._counts) > MAX_COUNTS:
-            self._counts.popitem(last=False)
-        return counted
+        return self._counts.put((tenant_id, model, readers.principals), counted)
 
 
 COUNTS = VisibleCounts()
@@ -117,12 +133,10 @@ class ListedTenants:
     (the btree for a small tenant, else an HNSW index) need no count of anybody's chunks."""
 
     def __init__(self) -> None:
-        self._listed: OrderedDict[str, tuple[bool, float]] = OrderedDict()
+        self._listed: Remembered[str, bool] = Remembered()
 
     def known(self, tenant_id: str) -> bool | None:
-        if (found := self._listed.get(tenant_id)) is not None and found[1] > time.monotonic():
-            return found[0]
-        return None
+        return self._listed.get(tenant_id)
 
     async def check(self, sessions: SessionMaker, tenant_id: str) -> bool:
         """One probe of a partial index, as the service itself (every document: the caller
@@ -131,11 +145,7 @@ class ListedTenants:
             return known
         async with tenant_transaction(reading_as(sessions, EVERY_DOCUMENT), tenant_id) as session:
             listed = bool(await session.scalar(LISTED_TENANT, {"tenant": tenant_id}))
-        self._listed[tenant_id] = (listed, time.monotonic() + COUNT_TTL_SECONDS)
-        self._listed.move_to_end(tenant_id)
-        while len(self._listed) > MAX_COUNTS:
-            self._listed.popitem(last=False)
-        return listed
+        return self._listed.put(tenant_id, listed)
 
 
 LISTED = ListedTenants()
