@@ -41,12 +41,12 @@ from harness import (
     latency_summary,
     log,
     quantile,
+    search_tokens,
     server_settings,
     write_json,
 )
 from search_bench import CLASSES, Synthetic, load_size, serve
 
-from app.auth import issue_token
 from app.embeddings.local import LocalEmbedder
 from app.resources import build_chunker
 from bench.peers import engines as peers
@@ -223,16 +223,7 @@ async def measure_size(
     exact = peers.PgExactEngine(pools[0])
     engines: list[peers.Engine] = [peers.ServiceEngine(db, workload.stub)]
     if client is not None:
-        tokens = {
-            t.tenant_id: issue_token(
-                db.settings,
-                tenant_id=t.tenant_id,
-                subject="bench",
-                scopes=["rag:search"],
-                ttl_seconds=7200,
-            )
-            for t in loaded.tenants
-        }
+        tokens = search_tokens(db.settings, [t.tenant_id for t in loaded.tenants], ttl_seconds=7200)
         engines.append(peers.HttpEngine(client, tokens))
     engines += [
         chroma,

@@ -33,6 +33,7 @@ from pydantic import SecretStr
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 import app.db.tenancy  # noqa: F401  (registers the tenant hook, as create_app does)
+from app.auth import issue_token
 from app.db.embedded import (
     OWNER_ROLE,
     TUNING,
@@ -166,6 +167,22 @@ class CorpusDoc:
     doc_id: str
     title: str
     text: str
+
+
+def search_tokens(
+    settings: Settings, tenant_ids: Iterable[str], *, ttl_seconds: int
+) -> dict[str, str]:
+    """A search-only token per tenant, as the HTTP parts of the benchmarks send them."""
+    return {
+        tenant_id: issue_token(
+            settings,
+            tenant_id=tenant_id,
+            subject="bench",
+            scopes=["rag:search"],
+            ttl_seconds=ttl_seconds,
+        )
+        for tenant_id in tenant_ids
+    }
 
 
 def read_corpus(limit: int | None = None, root: Path = NFCORPUS) -> list[CorpusDoc]:

@@ -70,13 +70,13 @@ from harness import (
     read_corpus,
     read_qrels,
     read_queries,
+    search_tokens,
     server_settings,
     vector_cache_path,
     write_json,
 )
 from sqlalchemy import event, func, select, text
 
-from app.auth import issue_token
 from app.db.indexes import (
     chunk_counts,
     create_dedicated_index,
@@ -838,16 +838,7 @@ async def http_part(
     redis_url: str | None,
     mode: str,
 ) -> list[dict[str, Any]]:
-    tokens = {
-        t.tenant_id: issue_token(
-            db.settings,
-            tenant_id=t.tenant_id,
-            subject="bench",
-            scopes=["rag:search"],
-            ttl_seconds=3600,
-        )
-        for t in loaded.tenants
-    }
+    tokens = search_tokens(db.settings, [t.tenant_id for t in loaded.tenants], ttl_seconds=3600)
     samples: dict[str, list[float]] = {}
     server_ms: dict[str, list[tuple[float, float]]] = {}
     sent: list[tuple[str, str]] = []

@@ -202,35 +202,14 @@ def sweep_table(sweep: list[dict[str, Any]], classes: list[str]) -> str:
 
 def ingest_table(stages: dict[str, Any], store: list[dict[str, Any]]) -> str:
     service_store = {r["size"]: r["chunks_per_s"] for r in store if r["path"].startswith(SERVICE)}
+    stage_rows = (
+        ("parse (`parse_text`)", "parse"),
+        ("chunk (`Chunker.split`)", "chunk"),
+        ("parse + chunk", "parse_and_chunk"),
+        ("embed (local model, `embed_documents`)", "embed"),
+    )
     rows: list[list[object]] = [
-        [
-            "parse (`parse_text`)",
-            "",
-            stages["parse"]["chunks"],
-            rate(stages["parse"]),
-            "",
-        ],
-        [
-            "chunk (`Chunker.split`)",
-            "",
-            stages["chunk"]["chunks"],
-            rate(stages["chunk"]),
-            "",
-        ],
-        [
-            "parse + chunk",
-            "",
-            stages["parse_and_chunk"]["chunks"],
-            rate(stages["parse_and_chunk"]),
-            "",
-        ],
-        [
-            "embed (local model, `embed_documents`)",
-            "",
-            stages["embed"]["chunks"],
-            rate(stages["embed"]),
-            "",
-        ],
+        [label, "", stages[key]["chunks"], rate(stages[key]), ""] for label, key in stage_rows
     ]
     for r in store:
         if r["path"].startswith(SERVICE):
