@@ -47,6 +47,10 @@ def create_engine(
         # the pool fails at BEGIN and the transaction is opened again (tenancy.py, scoped.py).
         pool_pre_ping=False,
         pool_recycle=1800,
+        # The connection used last goes out first: at low concurrency the same few
+        # connections serve the requests, with their prepared statements and the plans kept
+        # for them (search.py) warm, and the others are left to be recycled.
+        pool_use_lifo=True,
         poolclass=MeteredPool,
         hide_parameters=True,
         connect_args={"server_settings": server_settings, "timeout": connect_timeout_seconds},

@@ -8,11 +8,16 @@ as a constant: the btree on `tenant_id` for small tenants (exact), the tenant's 
 index when `rag index` gave it one (app/db/indexes.py), else the shared HNSW index, where
 `hnsw.iterative_scan = relaxed_order` keeps scanning while filters (tenant via RLS,
 collections, metadata) drop candidates. `hnsw.ef_search` is set transaction-locally, so it
-never leaks to the next user of a pooled connection. So is
-`plan_cache_mode = force_custom_plan`: asyncpg prepares statements, and after five runs
-PostgreSQL would switch to a generic plan that cannot see the query vector or the tenant: it
-sorts every row of the tenant instead of using an HNSW index, and it could never pick a
-tenant's dedicated (partial) index.
+never leaks to the next user of a pooled connection. So is the plan cache mode. asyncpg
+prepares statements, and a generic plan of a statement with the tenant as a parameter cannot
+see the tenant: it sorts every row of the tenant instead of using an HNSW index, and it could
+never pick a tenant's dedicated (partial) index. The session's statements are therefore
+planned for every run (`force_custom_plan`). The direct vector statement names the tenant,
+the model and the limits as constants instead (only the vector and the threshold are
+parameters), so each tenant has a statement of its own whose plan is made once per
+connection and kept (`force_generic_plan`): planning was 0.9-1.4 ms of every search. A
+kept plan is made again when the table's statistics or indexes change (ANALYZE, a
+dedicated index created or dropped), as a custom plan would see them.
 
 Keyword mode ranks by BM25 with the tenant's own statistics (bm25.py). Threshold by mode:
 vector keeps candidates with cosine similarity >= threshold; keyword ignores it (BM25 scores
@@ -33,13 +38,13 @@ from enum import StrEnum
 from typing import Any
 
 import asyncpg
-from sqlalchemy import ColumnElement, Float, Integer, bindparam, func, literal, select
-from sqlalchemy.dialects.postgresql.asyncpg import dialect as asyncpg_dialect
+from sqlalchemy import ColumnElement, Float, Integer, bindparam, func, literal, select, true
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.db.indexes import by_dedicated_index_size
 from app.db.models import Chunk, Collection, Document
 from app.db.scoped import scoped_connection
+from app.db.statements import Compiled, compiled, with_constants
 from app.db.tenancy import SessionMaker, Setting, readers_of_sessions, tenant_transaction
 from app.embeddings import Embedder
 from app.observability.metrics import observe_search
@@ -48,7 +53,7 @@ from app.retrieval.bm25 import Bm25Params, Bm25Ranking, bm25_ranked, bm25_scores
 from app.retrieval.diversity import mmr
 from app.retrieval.filters import SearchFilters, conditions
 from app.retrieval.fusion import BothScores, FusionMethod, fuse, weighted_fuse
-from app.retrieval.shortfall import Shortfall, explain_shortfall
+from app.retrieval.shortfall import Shortfall, explain_shortfall, threshold_shortfall
 from app.retrieval.visibility import Scope, access_lists_matter, known_plan, visible_scope
 
 
@@ -124,13 +129,15 @@ async def search(
         # only a few chunks of the tenant gets them exactly (visibility.py). A caller not
         # counted yet goes the session's way once, where the count is made.
         async with scoped_connection(
-            sessions, tenant_id, settings=_index_settings(request, tenant_id, exact=exact)
+            sessions, tenant_id, settings=direct_settings(request, tenant_id, exact=exact)
         ) as connection:
-            hits, total = await _nearest_hits_direct(
+            hits, total, measured = await _nearest_hits_direct(
                 connection, vector, tenant_id, embedder.model_id, request, exact
             )
-        shortfall = None
-        if len(hits) < request.top_k:  # rare: explained in a transaction of its own
+        # Fewer than top_k: the threshold's doing when enough were measured; otherwise
+        # explained in a transaction of its own (rare).
+        shortfall = threshold_shortfall(len(hits), measured, request.top_k, request.threshold)
+        if shortfall is None and len(hits) < request.top_k:
             async with tenant_transaction(sessions, tenant_id) as session:
                 shortfall = await _shortfall(session, tenant_id, embedder.model_id, request, hits)
     else:
@@ -148,14 +155,19 @@ async def search(
                 listed=listed,
             )
             where = _where(tenant_id, embedder.model_id, request, scope.conditions)
+            measured = None
             if request.diversity:
                 hits, total = await _diverse_hits(session, vector, where, request, scope, tenant_id)
             elif request.mode is SearchMode.VECTOR:
-                hits, total = await _nearest_hits(session, vector, where, request, scope.exact)
+                hits, total, measured = await _nearest_hits(
+                    session, vector, where, request, scope.exact
+                )
             else:
                 scored = await _ranked(session, vector, where, request, scope, tenant_id)
                 hits, total = await _hits(session, vector, scored[: request.top_k]), len(scored)
-            shortfall = await _shortfall(
+            shortfall = threshold_shortfall(
+                len(hits), measured, request.top_k, request.threshold
+            ) or await _shortfall(
                 session, tenant_id, embedder.model_id, request, hits, scope.conditions
             )
     done = time.perf_counter()
@@ -238,6 +250,12 @@ def _index_settings(
     return settings
 
 
+def direct_settings(request: SearchRequest, tenant_id: str, *, exact: bool) -> dict[str, Setting]:
+    """The direct path's: the search's, with the tenant's statement planned once per
+    connection (`direct_statement` names the tenant as a constant)."""
+    return {**_index_settings(request, tenant_id, exact=exact), "plan_cache_mode": GENERIC}
+
+
 # Automatic ef_search (docs/BENCHMARKS.md, "Recall by default"): HNSW needs a longer
 # candidate list for the same recall as its graph grows. (index rows below, ef_search) for a
 # tenant's dedicated index; the largest graphs get EF_LARGEST; a tenant without one searches
@@ -245,6 +263,7 @@ def _index_settings(
 EF_STEPS = ((20_000, 100), (200_000, 160))
 EF_LARGEST = 300
 EF_SHARED = 100
+CUSTOM, GENERIC = "force_custom_plan", "force_generic_plan"
 
 
 def index_settings(ef_search: int | None, tenant_id: str) -> dict[str, Setting]:
@@ -260,7 +279,7 @@ def index_settings(ef_search: int | None, tenant_id: str) -> dict[str, Setting]:
     return {
         "hnsw.ef_search": ef,
         "hnsw.iterative_scan": "relaxed_order",
-        "plan_cache_mode": "force_custom_plan",
+        "plan_cache_mode": CUSTOM,
     }
 
 
@@ -341,8 +360,14 @@ def _candidates(
     values may be bound parameters (the direct path compiles the statement once). `exact`:
     ordered by `distance + 0`, which no index answers, so every row passing `where` is
     measured (a small visible set, read from its access lists' index: visibility.py)."""
+    return _passed(_nearest_rows(vector, where, fetch, exact), threshold)
+
+
+def _nearest_rows(
+    vector: Any, where: Sequence[ColumnElement[bool]], fetch: Any, exact: bool
+) -> Any:
     distance = Chunk.embedding.cosine_distance(vector)
-    nearest = (
+    return (
         select(Chunk.id.label("id"), distance.label("distance"))
         .where(*where)
         .order_by(distance + 0 if exact else distance)
@@ -350,6 +375,9 @@ def _candidates(
         .cte("nearest")
         .prefix_with("MATERIALIZED")
     )
+
+
+def _passed(nearest: Any, threshold: Any | None) -> Any:
     similarity = (literal(1.0) - nearest.c.distance).label("similarity")
     passed = select(nearest.c.id, nearest.c.distance, similarity)
     if threshold is not None:
@@ -378,7 +406,8 @@ async def nearest_hits(
 ) -> tuple[list[Hit], int]:
     """The best `request.top_k` chunks near `vector` passing `where` and the threshold (from
     the HNSW index, as vector search does, or `exact`ly), and how many candidates passed."""
-    return await _nearest_hits(session, vector, where, request, exact)
+    hits, passed, _measured = await _nearest_hits(session, vector, where, request, exact)
+    return hits, passed
 
 
 async def _nearest_hits(
@@ -387,9 +416,10 @@ async def _nearest_hits(
     where: Sequence[ColumnElement[bool]],
     request: SearchRequest,
     exact: bool = False,
-) -> tuple[list[Hit], int]:
+) -> tuple[list[Hit], int, int]:
     """Vector mode in one statement: candidates, threshold, the best `top_k` with their
-    sources, and how many passed (a window count over the candidates)."""
+    sources, how many passed (a window count over the candidates) and how many were
+    measured before the threshold."""
     stmt = _nearest_statement(
         vector, where, _fetch(request), request.threshold, request.top_k, exact
     )
@@ -405,7 +435,10 @@ def _nearest_statement(
     top_k: Any,
     exact: bool = False,
 ) -> Any:
-    passed = _candidates(vector, where, fetch, threshold, exact).subquery()
+    """Always one row at least: `candidates` (the rows measured before the threshold) beside
+    the best `top_k` with their sources, or beside NULLs when none passed."""
+    nearest = _nearest_rows(vector, where, fetch, exact)
+    passed = _passed(nearest, threshold).subquery()
     best = (
         select(passed.c.id, passed.c.similarity, func.count().over().label("passed"))
         .order_by(passed.c.distance, passed.c.id)
@@ -413,45 +446,52 @@ def _nearest_statement(
         .cte("best")
         .prefix_with("MATERIALIZED")
     )
-    return _with_sources(
+    hits = _with_sources(
         select(best.c.passed, best.c.similarity, *SOURCE_COLUMNS).join_from(
             best, Chunk, Chunk.id == best.c.id
+        )
+    ).subquery("hits")
+    measured = select(func.count().label("candidates")).select_from(nearest).subquery("measured")
+    return select(measured.c.candidates, hits).select_from(measured.outerjoin(hits, true()))
+
+
+def _ranked_hits(rows: Sequence[Mapping[Any, Any]]) -> tuple[list[Hit], int, int]:
+    """The hits, how many candidates passed the threshold, how many were measured."""
+    found = [row for row in rows if row["id"] is not None]
+    hits = [_hit(row, score=float(row["similarity"])) for row in found]
+    return _ordered(hits), (found[0]["passed"] if found else 0), rows[0]["candidates"]
+
+
+@functools.cache
+def _compiled_nearest(with_threshold: bool, exact: bool) -> Compiled:
+    """The vector statement with named parameters, compiled once for asyncpg."""
+    where = [Chunk.tenant_id == bindparam("tenant"), Chunk.embedding_model == bindparam("model")]
+    return compiled(
+        _nearest_statement(
+            bindparam("vector", type_=Chunk.embedding.type),
+            where,
+            bindparam("fetch", type_=Integer),
+            bindparam("threshold", type_=Float) if with_threshold else None,
+            bindparam("top_k", type_=Integer),
+            exact,
         )
     )
 
 
-def _ranked_hits(rows: Sequence[Mapping[Any, Any]]) -> tuple[list[Hit], int]:
-    hits = [_hit(row, score=float(row["similarity"])) for row in rows]
-    return _ordered(hits), (rows[0]["passed"] if rows else 0)
-
-
-@dataclass(frozen=True, slots=True)
-class _Compiled:
-    sql: str
-    names: tuple[str, ...]  # the positional parameters' names, in order
-    defaults: dict[str, Any]  # the values compiled in (constants such as the 1.0 of 1 - d)
-    columns: tuple[str, ...]  # the result columns' keys, in order
-
-
-@functools.cache
-def _compiled_nearest(with_threshold: bool, exact: bool) -> _Compiled:
-    """The vector statement with named parameters, compiled once for asyncpg."""
-    where = [Chunk.tenant_id == bindparam("tenant"), Chunk.embedding_model == bindparam("model")]
-    stmt = _nearest_statement(
-        bindparam("vector", type_=Chunk.embedding.type),
-        where,
-        bindparam("fetch", type_=Integer),
-        bindparam("threshold", type_=Float) if with_threshold else None,
-        bindparam("top_k", type_=Integer),
-        exact,
-    )
-    compiled = stmt.compile(dialect=asyncpg_dialect())  # type: ignore[no-untyped-call]
-    return _Compiled(
-        sql=compiled.string,
-        names=tuple(compiled.positiontup or ()),
-        defaults=dict(compiled.params),
-        columns=tuple(stmt.selected_columns.keys()),
-    )
+@functools.lru_cache(maxsize=4096)
+def _tenant_statement(
+    with_threshold: bool, exact: bool, tenant_id: str, model: str, fetch: int, top_k: int
+) -> Compiled:
+    """The vector statement with the tenant, the model and the limits written in as constants
+    (a statement of its own per tenant, whose generic plan sees them), the vector and the
+    threshold left as parameters."""
+    constants: dict[str, str | int] = {
+        "tenant": tenant_id,
+        "model": model,
+        "fetch": fetch,
+        "top_k": top_k,
+    }
+    return with_constants(_compiled_nearest(with_threshold, exact), constants)
 
 
 async def _nearest_hits_direct(
@@ -461,28 +501,23 @@ async def _nearest_hits_direct(
     model: str,
     request: SearchRequest,
     exact: bool = False,
-) -> tuple[list[Hit], int]:
-    """`_nearest_hits` without filters, on the driver connection: the statement compiled once,
-    the rows read as the driver returns them."""
-    compiled, arguments = direct_statement(vector, tenant_id, model, request, exact)
-    records = await connection.fetch(compiled.sql, *arguments)
-    return _ranked_hits([dict(zip(compiled.columns, record, strict=True)) for record in records])
+) -> tuple[list[Hit], int, int]:
+    """`_nearest_hits` without filters, on the driver connection: the tenant's statement
+    (planned once per connection), the rows read as the driver returns them."""
+    statement, arguments = direct_statement(vector, tenant_id, model, request, exact)
+    records = await connection.fetch(statement.sql, *arguments)
+    return _ranked_hits([dict(zip(statement.columns, record, strict=True)) for record in records])
 
 
 def direct_statement(
     vector: list[float], tenant_id: str, model: str, request: SearchRequest, exact: bool = False
-) -> tuple[_Compiled, list[Any]]:
-    """The direct path's SQL and its positional arguments (EXPLAIN in tests sends them too)."""
-    compiled = _compiled_nearest(request.threshold is not None, exact)
-    values = compiled.defaults | {
-        "vector": vector,
-        "tenant": tenant_id,
-        "model": model,
-        "fetch": _fetch(request),
-        "threshold": request.threshold,
-        "top_k": request.top_k,
-    }
-    return compiled, [values[name] for name in compiled.names]
+) -> tuple[Compiled, list[Any]]:
+    """The direct path's SQL for this tenant and its positional arguments (EXPLAIN in tests
+    sends them too)."""
+    statement = _tenant_statement(
+        request.threshold is not None, exact, tenant_id, model, _fetch(request), request.top_k
+    )
+    return statement, statement.arguments({"vector": vector, "threshold": request.threshold})
 
 
 SOURCE_COLUMNS = (

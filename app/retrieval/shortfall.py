@@ -6,6 +6,9 @@ the tenant's size) are the limit (`filters`, `scope`); more chunks were in scope
 threshold kept fewer (`threshold`, vector and hybrid), no more chunks hold the query's terms
 (`no_match`, keyword), or the index scan stopped early (`index`, vector without threshold).
 One bounded statement in the search's own transaction: two counts that stop at `top_k`.
+A vector search knows the commonest case without it: its statement counts the candidates it
+measured before the threshold, and `top_k` of them in scope means the threshold kept the
+rest (`threshold_shortfall`).
 """
 
 from __future__ import annotations
@@ -59,6 +62,18 @@ class Shortfall:
 
 def _chunks(count: int) -> str:
     return f"{count} chunk" if count == 1 else f"{count} chunks"
+
+
+def threshold_shortfall(
+    returned: int, measured: int | None, top_k: int, threshold: float | None
+) -> Shortfall | None:
+    """What `explain_shortfall` finds for a vector search that `measured` at least `top_k`
+    candidates in scope (the nearest, before the threshold) and returned fewer: the scope
+    holds `top_k` or more, so the threshold kept the rest. None when there is no shortfall
+    or the counts do not tell (then `explain_shortfall` works it out)."""
+    if returned >= top_k or threshold is None or measured is None or measured < top_k:
+        return None
+    return Shortfall(ShortfallReason.THRESHOLD, returned, top_k, threshold)
 
 
 async def explain_shortfall(

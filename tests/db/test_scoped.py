@@ -304,7 +304,7 @@ async def test_the_direct_search_equals_the_session_search(
         direct = await search(one_connection, embedder, tenant_id=tenant_id, request=request)
         async with tenant_transaction(one_connection, tenant_id) as session:
             where = _where(tenant_id, embedder.model_id, request, [])
-            expected, total = await _nearest_hits(
+            expected, total, _measured = await _nearest_hits(
                 session, await embedder.embed_query("solar power"), where, request
             )
         assert direct.hits == expected
@@ -313,3 +313,45 @@ async def test_the_direct_search_equals_the_session_search(
     filtered = SearchRequest(query="solar", top_k=3, filters=SearchFilters(collections=["x"]))
     outcome = await search(one_connection, embedder, tenant_id=tenant_id, request=filtered)
     assert outcome.hits == []
+
+
+PLANS = (
+    "select statement, generic_plans, custom_plans from pg_prepared_statements"
+    " where statement like '%nearest AS MATERIALIZED%'"
+)
+
+
+async def test_the_direct_statement_names_its_tenant_and_keeps_its_plan(
+    one_connection: SessionMaker, embedder: WordHashEmbedder
+) -> None:
+    """Each tenant has a statement of its own (the tenant a constant, quoted: a hostile id
+    finds nothing), planned once per connection and kept: no search after the first plans
+    it again, and the threshold's shortfall needs no second transaction."""
+    tenant_id = f"plans-{uuid.uuid4().hex[:8]}"
+    async with registry_transaction(one_connection) as session:
+        await create_tenant(session, tenant_id)
+    documents = [
+        DocumentInput(content=f"{topic} notes", source_type=SourceType.TEXT, external_id=topic)
+        for topic in ("solar power", "wind power", "river deltas", "green tea")
+    ]
+    await ingest_documents(
+        one_connection, embedder, chunker=small_chunker(), tenant_id=tenant_id, documents=documents
+    )
+    request = SearchRequest(query="solar power", top_k=4, threshold=0.99)
+    for _ in range(4):
+        outcome = await search(one_connection, embedder, tenant_id=tenant_id, request=request)
+        assert outcome.shortfall is not None
+        assert outcome.shortfall.reason == "threshold"
+    for _ in range(2):  # the second goes the direct way
+        hostile = await search(one_connection, embedder, tenant_id=HOSTILE, request=request)
+        assert hostile.hits == []
+    async with scoped_connection(one_connection, tenant_id) as driver:
+        rows = await driver.fetch(PLANS)
+    mine = [row for row in rows if f"chunks.tenant_id = '{tenant_id}'" in row["statement"]]
+    assert len(mine) == 1
+    assert "$3" in mine[0]["statement"]  # the vector, the constant 1.0, the threshold
+    assert "$4" not in mine[0]["statement"]
+    # the first search went the session's way, where the caller is counted (visibility.py)
+    assert (mine[0]["generic_plans"], mine[0]["custom_plans"]) == (3, 0)
+    assert any(HOSTILE.replace("'", "''") in row["statement"] for row in rows)
+    assert await _state(one_connection) == CLEAN
