@@ -143,6 +143,24 @@ def cached_corpus(
     return prepared
 
 
+async def corpus_vectors(
+    settings: Settings,
+) -> tuple[LocalEmbedder, Chunker, CachingEmbedder, list[PreparedDoc], np.ndarray]:
+    """The local model, its chunker, the embedder with its disk cache, NFCorpus chunked as the
+    pipeline does and its chunk vectors (the rows every synthetic table is made from)."""
+    log("loading the local model")
+    local = LocalEmbedder.load(settings)
+    chunker = build_chunker(settings, local)
+    embedder = CachingEmbedder(local, vector_cache_path(local.model_id))
+    key = [local.model_id, settings.chunk_tokens, settings.chunk_overlap_tokens]
+    corpus = cached_corpus(chunker, local, json.dumps([*key, local.max_input_tokens]))
+    texts = [t for p in corpus for t in p.texts]
+    log(f"{len(corpus)} documents, {len(texts)} chunks; embedding the ones not cached")
+    base = np.asarray(await embedder.embed_documents(texts), dtype=np.float32)
+    embedder.save()
+    return local, chunker, embedder, corpus, base
+
+
 # --- (a) nDCG@10 ----------------------------------------------------------------------------
 
 
@@ -918,27 +936,8 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
     ) as db:
         results["server"] = await server_settings(db.superuser_url)
         log(f"server: {results['server']}")
-        log("loading the local model")
-        local = LocalEmbedder.load(db.settings)
-        chunker = build_chunker(db.settings, local)
-        embedder = CachingEmbedder(local, vector_cache_path(local.model_id))
-        corpus = cached_corpus(
-            chunker,
-            local,
-            json.dumps(
-                [
-                    local.model_id,
-                    db.settings.chunk_tokens,
-                    db.settings.chunk_overlap_tokens,
-                    local.max_input_tokens,
-                ]
-            ),
-        )
-        texts = [t for p in corpus for t in p.texts]
-        log(f"{len(corpus)} documents, {len(texts)} chunks; embedding the ones not cached")
-        base = np.asarray(await embedder.embed_documents(texts), dtype=np.float32)
-        embedder.save()
-        results["corpus"] = {"documents": len(corpus), "chunks": len(texts)}
+        local, chunker, embedder, corpus, base = await corpus_vectors(db.settings)
+        results["corpus"] = {"documents": len(corpus), "chunks": len(base)}
         if args.plan_cache_mode != "auto":
             await set_plan_cache_mode(db, args.plan_cache_mode)
         if not args.skip_ndcg:

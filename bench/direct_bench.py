@@ -1,0 +1,244 @@
+"""The direct vector path against what it replaced, interleaved in one run: kept plans,
+vectors in the row, the threshold's shortfall from the statement's own count.
+
+    .venv/bin/python bench/direct_bench.py [--chunks 100000] [--queries 100]
+        [--database-url URL]
+
+Data and tenants as search_bench.py (b): NFCorpus chunk vectors reused with noise shaped like
+their covariance, tenants of 50%, 4 x 10%, 5 x 1% and 0.1% of the rows, dedicated HNSW
+indexes as `rag index` makes them. Service-only: `app.retrieval.search` as the runtime role
+under RLS, query vectors precomputed (no model time), the service's own ef_search rule.
+
+1. plans: every search twice, the order alternating: as the service runs it (the tenant's
+   own statement, its generic plan kept per connection) and as before 0010's release (one
+   statement for every tenant with the tenant as a parameter, planned at every run:
+   `force_custom_plan`). The two must return the same hits.
+2. storage: each 1% tenant's exact scan (its 1,000 rows by the btree on tenant_id, ordered by
+   distance, 40 rows, as the service's plan for such a tenant) on two copies of those rows:
+   vectors in the row (storage MAIN, migration 0010) and out of line (EXTERNAL, pgvector's
+   default and the layout before it).
+3. shortfall: searches of 0.1% tenants at the API's default threshold (0.3), where most
+   queries come back short: as the service runs it (the statement's own count tells the
+   threshold's doing) and as before (a second transaction to work it out).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import importlib
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import asyncpg
+import numpy as np
+from harness import bench_database, latency_summary, log, print_table, write_json
+from pgvector.asyncpg import register_vector
+from search_bench import (
+    CLASSES,
+    Loaded,
+    StubEmbedder,
+    Synthetic,
+    corpus_vectors,
+    load_size,
+    pick_tenant,
+    query_pool,
+)
+
+from app.db.tenancy import SessionMaker
+from app.retrieval import SearchRequest, search
+
+SEARCH = importlib.import_module("app.retrieval.search")  # the module: `search` is its function
+COPIES = {"in the row (MAIN)": "main", "out of line (EXTERNAL)": "external"}
+
+
+@contextmanager
+def previous_plans() -> Iterator[None]:
+    """The direct path as it was: one statement for every tenant, planned at every run."""
+    saved = SEARCH.direct_settings, SEARCH.direct_statement
+
+    def settings(request: SearchRequest, tenant_id: str, *, exact: bool) -> dict[str, Any]:
+        return dict(SEARCH._index_settings(request, tenant_id, exact=exact))
+
+    def statement(
+        vector: list[float], tenant_id: str, model: str, request: SearchRequest, exact: bool = False
+    ) -> tuple[Any, list[Any]]:
+        general = SEARCH._compiled_nearest(request.threshold is not None, exact)
+        values = {"vector": vector, "tenant": tenant_id, "model": model}
+        values |= {"fetch": SEARCH._fetch(request), "top_k": request.top_k}
+        return general, general.arguments(values | {"threshold": request.threshold})
+
+    SEARCH.direct_settings, SEARCH.direct_statement = settings, statement
+    try:
+        yield
+    finally:
+        SEARCH.direct_settings, SEARCH.direct_statement = saved
+
+
+@contextmanager
+def shortfall_by_statement() -> Iterator[None]:
+    """Every short answer explained by explain_shortfall's own transaction, as before."""
+    saved = SEARCH.threshold_shortfall
+    SEARCH.threshold_shortfall = lambda *_args: None
+    try:
+        yield
+    finally:
+        SEARCH.threshold_shortfall = saved
+
+
+async def timed_search(
+    sessions: SessionMaker, stub: StubEmbedder, tenant_id: str, query: str, threshold: float | None
+) -> tuple[float, list[Any]]:
+    request = SearchRequest(query=query, top_k=10, threshold=threshold)
+    began = time.perf_counter()
+    outcome = await search(sessions, stub, tenant_id=tenant_id, request=request)
+    return (time.perf_counter() - began) * 1000, [h.chunk_id for h in outcome.hits]
+
+
+async def interleaved(
+    sessions: SessionMaker,
+    stub: StubEmbedder,
+    loaded: Loaded,
+    queries: list[str],
+    classes: tuple[str, ...],
+    before: Callable[[], Any],
+    threshold: float | None = None,
+) -> list[dict[str, Any]]:
+    """Each (query, tenant) as the service runs it and under `before`, in alternating order;
+    the first 20 queries warm up."""
+    samples: dict[tuple[str, str], list[float]] = {}
+    for i, query in enumerate([*queries[:20], *queries]):
+        for size_class in classes:
+            tenant = pick_tenant(loaded, size_class, i)
+            hits = {}
+            for variant in ("now", "before") if i % 2 else ("before", "now"):
+                if variant == "now":
+                    elapsed, hits[variant] = await timed_search(
+                        sessions, stub, tenant.tenant_id, query, threshold
+                    )
+                else:
+                    with before():
+                        elapsed, hits[variant] = await timed_search(
+                            sessions, stub, tenant.tenant_id, query, threshold
+                        )
+                if i >= 20:
+                    samples.setdefault((size_class, variant), []).append(elapsed)
+            if hits["now"] != hits["before"]:
+                raise AssertionError(f"different hits for {tenant.tenant_id}: {query!r}")
+    return [
+        {
+            "tenant": size_class,
+            "now": latency_summary(samples[(size_class, "now")]),
+            "before": latency_summary(samples[(size_class, "before")]),
+        }
+        for size_class in classes
+    ]
+
+
+async def storage_part(
+    superuser_url: str, loaded: Loaded, vectors: list[np.ndarray]
+) -> list[dict[str, Any]]:
+    tenants = [t.tenant_id for t in loaded.tenants if t.size_class == "1%"]
+    conn = await asyncpg.connect(superuser_url.replace("+asyncpg", ""))
+    await register_vector(conn)
+    try:
+        for suffix in COPIES.values():
+            table = f"storage_{suffix}"
+            await conn.execute(f"CREATE TABLE {table} (LIKE chunks)")
+            await conn.execute(f"ALTER TABLE {table} ALTER COLUMN embedding SET STORAGE {suffix}")
+            await conn.execute(
+                f"INSERT INTO {table} SELECT * FROM chunks WHERE tenant_id = ANY($1)", tenants
+            )
+            await conn.execute(f"CREATE INDEX ON {table} (tenant_id)")
+            await conn.execute(f"VACUUM ANALYZE {table}")
+        samples: dict[str, list[float]] = {}
+        out_of_line: dict[str, int] = {}
+        for i, vector in enumerate([*vectors[:20], *vectors]):
+            tenant_id = tenants[i % len(tenants)]
+            names = list(COPIES.items()) if i % 2 else list(reversed(COPIES.items()))
+            for label, suffix in names:
+                query = (
+                    f"SELECT id FROM storage_{suffix} WHERE tenant_id = $1"
+                    " ORDER BY embedding <=> $2 LIMIT 40"
+                )
+                began = time.perf_counter()
+                await conn.fetch(query, tenant_id, vector)
+                if i >= 20:
+                    samples.setdefault(label, []).append((time.perf_counter() - began) * 1000)
+        for label, suffix in COPIES.items():
+            out_of_line[label] = await conn.fetchval(
+                f"SELECT count(*) FROM storage_{suffix}"
+                " WHERE pg_column_toast_chunk_id(embedding) IS NOT NULL"
+            )
+    finally:
+        for suffix in COPIES.values():
+            await conn.execute(f"DROP TABLE IF EXISTS storage_{suffix}")
+        await conn.close()
+    return [
+        {"vectors": label, "out_of_line": out_of_line[label], **latency_summary(values)}
+        for label, values in samples.items()
+    ]
+
+
+def report(title: str, rows: list[dict[str, Any]]) -> None:
+    print_table(
+        title,
+        ["tenant", "now P50", "P95", "before P50", "P95", "P50 ratio"],
+        [
+            [
+                r["tenant"],
+                r["now"]["p50_ms"],
+                r["now"]["p95_ms"],
+                r["before"]["p50_ms"],
+                r["before"]["p95_ms"],
+                round(r["now"]["p50_ms"] / r["before"]["p50_ms"], 2),
+            ]
+            for r in rows
+        ],
+    )
+
+
+async def run(args: argparse.Namespace) -> dict[str, Any]:
+    async with bench_database(superuser_url=args.database_url) as db:
+        local, _chunker, embedder, corpus, base = await corpus_vectors(db.settings)
+        queries = query_pool(set())[: args.queries]
+        vectors = {t: await embedder.embed_query(t) for t in queries}
+        embedder.save()
+        stub = StubEmbedder(local.model_id, local.dimensions, vectors)
+        log(f"loading {args.chunks} chunks")
+        loaded = await load_size(
+            db, args.chunks, corpus, base, spec=Synthetic(), model_id=local.model_id
+        )
+        log("1. plans kept per tenant / planned at every run")
+        plans = await interleaved(db.sessions, stub, loaded, queries, CLASSES, previous_plans)
+        report("1. plans: kept per tenant (now) / planned every run (before), ms", plans)
+        log("2. exact scans of 1% tenants, vectors in the row / out of line")
+        arrays = [np.asarray(v, dtype=np.float32) for v in vectors.values()]
+        storage = await storage_part(db.superuser_url, loaded, arrays)
+        print_table(
+            "2. exact scan of a 1% tenant (1,000 rows), ms",
+            ["vectors", "out of line", "P50", "P95"],
+            [[r["vectors"], r["out_of_line"], r["p50_ms"], r["p95_ms"]] for r in storage],
+        )
+        log("3. short answers at the default threshold 0.3")
+        short = await interleaved(
+            db.sessions, stub, loaded, queries, ("0.1%",), shortfall_by_statement, threshold=0.3
+        )
+        report("3. threshold 0.3: shortfall from the count (now) / by statement (before)", short)
+        return {"load": loaded.timings, "plans": plans, "storage": storage, "shortfall": short}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--chunks", type=int, default=100_000)
+    parser.add_argument("--queries", type=int, default=100)
+    parser.add_argument("--database-url", help="a superuser URL instead of the embedded server")
+    args = parser.parse_args()
+    results = asyncio.run(run(args))
+    print(f"JSON: {write_json('direct_bench', {'args': vars(args), **results})}")  # noqa: T201
+
+
+if __name__ == "__main__":
+    main()
