@@ -9,10 +9,12 @@ their covariance, tenants of 50%, 4 x 10%, 5 x 1% and 0.1% of the rows, dedicate
 indexes as `rag index` makes them. Service-only: `app.retrieval.search` as the runtime role
 under RLS, query vectors precomputed (no model time), the service's own ef_search rule.
 
-1. plans: every search twice, the order alternating: as the service runs it (the tenant's
-   own statement, its generic plan kept per connection) and as before 0010's release (one
-   statement for every tenant with the tenant as a parameter, planned at every run:
-   `force_custom_plan`). The two must return the same hits.
+1. plans: every search twice, the order alternating: as the service runs it (from a
+   tenant's third direct search its own statement, whose generic plan is kept per
+   connection) and as before (the statement every tenant shares, the tenant a parameter,
+   planned at every run: `force_custom_plan`). The two must return the same hits. Queries
+   go round robin over the tenants of a class: a 0.1% tenant is searched about twice per
+   variant, so that row shows tenants searched rarely.
 2. storage: each 1% tenant's exact scan (its 1,000 rows by the btree on tenant_id, ordered by
    distance, 40 rows, as the service's plan for such a tenant) on two copies of those rows:
    vectors in the row (storage MAIN, migration 0010) and out of line (EXTERNAL, pgvector's
@@ -20,6 +22,11 @@ under RLS, query vectors precomputed (no model time), the service's own ef_searc
 3. shortfall: searches of 0.1% tenants at the API's default threshold (0.3), where most
    queries come back short: as the service runs it (the statement's own count tells the
    threshold's doing) and as before (a second transaction to work it out).
+4. the graph walk alone, what is left of a large tenant's search: the 50% tenant's 40
+   nearest by its dedicated index as superuser (no RLS, no joins, no transaction settings
+   but ef_search, sorting off so the graph is walked), at several ef_search values, beside the same walk on a halfvec
+   (half-precision) HNSW index of the same rows built for the comparison, with its
+   recall@10 against exact search.
 """
 
 from __future__ import annotations
@@ -42,6 +49,7 @@ from search_bench import (
     StubEmbedder,
     Synthetic,
     corpus_vectors,
+    exact_top,
     load_size,
     pick_tenant,
     query_pool,
@@ -56,25 +64,13 @@ COPIES = {"in the row (MAIN)": "main", "out of line (EXTERNAL)": "external"}
 
 @contextmanager
 def previous_plans() -> Iterator[None]:
-    """The direct path as it was: one statement for every tenant, planned at every run."""
-    saved = SEARCH.direct_settings, SEARCH.direct_statement
-
-    def settings(request: SearchRequest, tenant_id: str, *, exact: bool) -> dict[str, Any]:
-        return dict(SEARCH._index_settings(request, tenant_id, exact=exact))
-
-    def statement(
-        vector: list[float], tenant_id: str, model: str, request: SearchRequest, exact: bool = False
-    ) -> tuple[Any, list[Any]]:
-        general = SEARCH._compiled_nearest(request.threshold is not None, exact)
-        values = {"vector": vector, "tenant": tenant_id, "model": model}
-        values |= {"fetch": SEARCH._fetch(request), "top_k": request.top_k}
-        return general, general.arguments(values | {"threshold": request.threshold})
-
-    SEARCH.direct_settings, SEARCH.direct_statement = settings, statement
+    """The direct path as it was: the statement every tenant shares, planned at each run."""
+    saved = SEARCH._keeps_plan
+    SEARCH._keeps_plan = lambda _tenant_id: False
     try:
         yield
     finally:
-        SEARCH.direct_settings, SEARCH.direct_statement = saved
+        SEARCH._keeps_plan = saved
 
 
 @contextmanager
@@ -182,6 +178,64 @@ async def storage_part(
     ]
 
 
+EF_VALUES = (40, 100, 160, 300)
+WALKS = {
+    "vector": "embedding <=> $2",
+    "halfvec": "embedding::halfvec({d}) <=> $2::halfvec({d})",
+}
+
+
+async def walk_part(
+    superuser_url: str, loaded: Loaded, vectors: list[np.ndarray]
+) -> list[dict[str, Any]]:
+    tenant = next(t for t in loaded.tenants if t.size_class == "50%")
+    dimensions = vectors[0].shape[0]
+    conn = await asyncpg.connect(superuser_url.replace("+asyncpg", ""))
+    await register_vector(conn)
+    samples: dict[tuple[str, int], list[float]] = {}
+    recall: dict[tuple[str, int], list[float]] = {}
+    try:
+        await conn.execute("SET maintenance_work_mem = '1GB'")
+        await conn.execute(
+            f"CREATE INDEX bench_halfvec ON chunks USING hnsw"
+            f" ((embedding::halfvec({dimensions})) halfvec_cosine_ops)"
+            f" WITH (m = 16, ef_construction = 64) WHERE tenant_id = '{tenant.tenant_id}'"
+        )
+        await conn.execute("ANALYZE chunks")
+        for i, vector in enumerate([*vectors[:20], *vectors]):
+            truth = exact_top(loaded, tenant, vector)
+            for ef in EF_VALUES:
+                for kind, order in WALKS.items() if i % 2 else reversed(WALKS.items()):
+                    query = (
+                        "SELECT id FROM chunks WHERE tenant_id = $1"
+                        f" ORDER BY {order.format(d=dimensions)} LIMIT 40"
+                    )
+                    async with conn.transaction():
+                        await conn.execute(f"SET LOCAL hnsw.ef_search = {ef}")
+                        await conn.execute("SET LOCAL enable_sort = off")  # walk the graph
+                        # the tenant's own (partial) index, as the service's plans see it
+                        await conn.execute("SET LOCAL plan_cache_mode = force_custom_plan")
+                        began = time.perf_counter()
+                        rows = await conn.fetch(query, tenant.tenant_id, vector)
+                        elapsed = (time.perf_counter() - began) * 1000
+                    if i >= 20:
+                        samples.setdefault((kind, ef), []).append(elapsed)
+                        found = {r["id"] for r in rows[:10]}
+                        recall.setdefault((kind, ef), []).append(len(found & truth) / 10)
+    finally:
+        await conn.execute("DROP INDEX IF EXISTS bench_halfvec")
+        await conn.close()
+    return [
+        {
+            "index": kind,
+            "ef_search": ef,
+            "recall@10": round(float(np.mean(recall[(kind, ef)])), 3),
+            **latency_summary(values),
+        }
+        for (kind, ef), values in sorted(samples.items())
+    ]
+
+
 def report(title: str, rows: list[dict[str, Any]]) -> None:
     print_table(
         title,
@@ -227,7 +281,20 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
             db.sessions, stub, loaded, queries, ("0.1%",), shortfall_by_statement, threshold=0.3
         )
         report("3. threshold 0.3: shortfall from the count (now) / by statement (before)", short)
-        return {"load": loaded.timings, "plans": plans, "storage": storage, "shortfall": short}
+        log("4. the 50% tenant's graph walk alone, vector and halfvec indexes")
+        walks = await walk_part(db.superuser_url, loaded, arrays)
+        print_table(
+            "4. the graph walk alone: 40 nearest of the 50% tenant, superuser, ms",
+            ["index", "ef_search", "recall@10", "P50", "P95"],
+            [[r["index"], r["ef_search"], r["recall@10"], r["p50_ms"], r["p95_ms"]] for r in walks],
+        )
+        return {
+            "load": loaded.timings,
+            "plans": plans,
+            "storage": storage,
+            "shortfall": short,
+            "walks": walks,
+        }
 
 
 def main() -> None:

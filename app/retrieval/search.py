@@ -12,12 +12,12 @@ never leaks to the next user of a pooled connection. So is the plan cache mode. 
 prepares statements, and a generic plan of a statement with the tenant as a parameter cannot
 see the tenant: it sorts every row of the tenant instead of using an HNSW index, and it could
 never pick a tenant's dedicated (partial) index. The session's statements are therefore
-planned for every run (`force_custom_plan`). The direct vector statement names the tenant,
-the model and the limits as constants instead (only the vector and the threshold are
-parameters), so each tenant has a statement of its own whose plan is made once per
-connection and kept (`force_generic_plan`): planning was 0.9-1.4 ms of every search. A
-kept plan is made again when the table's statistics or indexes change (ANALYZE, a
-dedicated index created or dropped), as a custom plan would see them.
+planned for every run (`force_custom_plan`). For a tenant searched again and again, the
+direct vector statement names the tenant, the model and the limits as constants instead
+(only the vector and the threshold are parameters), so the tenant has a statement of its own
+whose plan is made once per connection and kept (`force_generic_plan`): planning was
+0.9-1.4 ms of every search. A kept plan is made again when the table's statistics or indexes
+change (ANALYZE, a dedicated index created or dropped), as a custom plan would see them.
 
 Keyword mode ranks by BM25 with the tenant's own statistics (bm25.py). Threshold by mode:
 vector keeps candidates with cosine similarity >= threshold; keyword ignores it (BM25 scores
@@ -54,7 +54,13 @@ from app.retrieval.diversity import mmr
 from app.retrieval.filters import SearchFilters, conditions
 from app.retrieval.fusion import BothScores, FusionMethod, fuse, weighted_fuse
 from app.retrieval.shortfall import Shortfall, explain_shortfall, threshold_shortfall
-from app.retrieval.visibility import Scope, access_lists_matter, known_plan, visible_scope
+from app.retrieval.visibility import (
+    Remembered,
+    Scope,
+    access_lists_matter,
+    known_plan,
+    visible_scope,
+)
 
 
 class SearchMode(StrEnum):
@@ -128,11 +134,12 @@ async def search(
         # RLS filters by the caller's principals (set with the tenant); a caller who may see
         # only a few chunks of the tenant gets them exactly (visibility.py). A caller not
         # counted yet goes the session's way once, where the count is made.
+        kept = _keeps_plan(tenant_id)
         async with scoped_connection(
-            sessions, tenant_id, settings=direct_settings(request, tenant_id, exact=exact)
+            sessions, tenant_id, settings=direct_settings(request, tenant_id, exact, kept)
         ) as connection:
             hits, total, measured = await _nearest_hits_direct(
-                connection, vector, tenant_id, embedder.model_id, request, exact
+                connection, vector, tenant_id, embedder.model_id, request, exact, kept
             )
         # Fewer than top_k: the threshold's doing when enough were measured; otherwise
         # explained in a transaction of its own (rare).
@@ -250,10 +257,26 @@ def _index_settings(
     return settings
 
 
-def direct_settings(request: SearchRequest, tenant_id: str, *, exact: bool) -> dict[str, Setting]:
-    """The direct path's: the search's, with the tenant's statement planned once per
-    connection (`direct_statement` names the tenant as a constant)."""
-    return {**_index_settings(request, tenant_id, exact=exact), "plan_cache_mode": GENERIC}
+def direct_settings(
+    request: SearchRequest, tenant_id: str, exact: bool, kept: bool
+) -> dict[str, Setting]:
+    """The direct path's: the search's, with the tenant's own statement (`kept`) planned once
+    per connection."""
+    settings = _index_settings(request, tenant_id, exact=exact)
+    return settings | {"plan_cache_mode": GENERIC} if kept else settings
+
+
+# A tenant's own statement costs a prepare and a plan on its first run on a connection
+# (+0.8 ms) and saves the plan (1.1 ms) on every later run (docs/BENCHMARKS.md, "Plans kept
+# per tenant"): a tenant gets it from its KEEP_PLAN_FROM-th direct search within the memory's
+# five minutes; until then the statement shared by every tenant, planned at each run.
+KEEP_PLAN_FROM = 3
+RECENT_SEARCHES: Remembered[str, int] = Remembered()
+
+
+def _keeps_plan(tenant_id: str) -> bool:
+    searches = RECENT_SEARCHES.put(tenant_id, (RECENT_SEARCHES.get(tenant_id) or 0) + 1)
+    return searches >= KEEP_PLAN_FROM
 
 
 # Automatic ef_search (docs/BENCHMARKS.md, "Recall by default"): HNSW needs a longer
@@ -501,23 +524,33 @@ async def _nearest_hits_direct(
     model: str,
     request: SearchRequest,
     exact: bool = False,
+    kept: bool = True,
 ) -> tuple[list[Hit], int, int]:
-    """`_nearest_hits` without filters, on the driver connection: the tenant's statement
-    (planned once per connection), the rows read as the driver returns them."""
-    statement, arguments = direct_statement(vector, tenant_id, model, request, exact)
+    """`_nearest_hits` without filters, on the driver connection, the rows read as the
+    driver returns them."""
+    statement, arguments = direct_statement(vector, tenant_id, model, request, exact, kept)
     records = await connection.fetch(statement.sql, *arguments)
     return _ranked_hits([dict(zip(statement.columns, record, strict=True)) for record in records])
 
 
 def direct_statement(
-    vector: list[float], tenant_id: str, model: str, request: SearchRequest, exact: bool = False
+    vector: list[float],
+    tenant_id: str,
+    model: str,
+    request: SearchRequest,
+    exact: bool = False,
+    kept: bool = True,
 ) -> tuple[Compiled, list[Any]]:
-    """The direct path's SQL for this tenant and its positional arguments (EXPLAIN in tests
-    sends them too)."""
-    statement = _tenant_statement(
-        request.threshold is not None, exact, tenant_id, model, _fetch(request), request.top_k
-    )
-    return statement, statement.arguments({"vector": vector, "threshold": request.threshold})
+    """The direct path's SQL and its positional arguments (EXPLAIN in tests sends them too):
+    the tenant's own statement (`kept`), or the one every tenant shares."""
+    with_threshold, fetch = request.threshold is not None, _fetch(request)
+    values: dict[str, Any] = {"vector": vector, "threshold": request.threshold}
+    if kept:
+        statement = _tenant_statement(with_threshold, exact, tenant_id, model, fetch, request.top_k)
+    else:
+        statement = _compiled_nearest(with_threshold, exact)
+        values |= {"tenant": tenant_id, "model": model, "fetch": fetch, "top_k": request.top_k}
+    return statement, statement.arguments(values)
 
 
 SOURCE_COLUMNS = (

@@ -321,12 +321,13 @@ PLANS = (
 )
 
 
-async def test_the_direct_statement_names_its_tenant_and_keeps_its_plan(
+async def test_a_tenant_searched_again_gets_its_own_statement_and_keeps_its_plan(
     one_connection: SessionMaker, embedder: WordHashEmbedder
 ) -> None:
-    """Each tenant has a statement of its own (the tenant a constant, quoted: a hostile id
-    finds nothing), planned once per connection and kept: no search after the first plans
-    it again, and the threshold's shortfall needs no second transaction."""
+    """From a tenant's third direct search, its own statement (the tenant a constant, quoted:
+    a hostile id finds nothing), planned once per connection and kept; before, the statement
+    every tenant shares, planned at each run. The threshold's shortfall needs no second
+    transaction on either."""
     tenant_id = f"plans-{uuid.uuid4().hex[:8]}"
     async with registry_transaction(one_connection) as session:
         await create_tenant(session, tenant_id)
@@ -338,11 +339,14 @@ async def test_the_direct_statement_names_its_tenant_and_keeps_its_plan(
         one_connection, embedder, chunker=small_chunker(), tenant_id=tenant_id, documents=documents
     )
     request = SearchRequest(query="solar power", top_k=4, threshold=0.99)
-    for _ in range(4):
+    hits = set()
+    for _ in range(6):  # the first goes the session's way (its caller is counted there)
         outcome = await search(one_connection, embedder, tenant_id=tenant_id, request=request)
         assert outcome.shortfall is not None
         assert outcome.shortfall.reason == "threshold"
-    for _ in range(2):  # the second goes the direct way
+        hits.add(tuple(h.chunk_id for h in outcome.hits))
+    assert len(hits) == 1
+    for _ in range(4):
         hostile = await search(one_connection, embedder, tenant_id=HOSTILE, request=request)
         assert hostile.hits == []
     async with scoped_connection(one_connection, tenant_id) as driver:
@@ -351,7 +355,10 @@ async def test_the_direct_statement_names_its_tenant_and_keeps_its_plan(
     assert len(mine) == 1
     assert "$3" in mine[0]["statement"]  # the vector, the constant 1.0, the threshold
     assert "$4" not in mine[0]["statement"]
-    # the first search went the session's way, where the caller is counted (visibility.py)
-    assert (mine[0]["generic_plans"], mine[0]["custom_plans"]) == (3, 0)
+    assert (mine[0]["generic_plans"], mine[0]["custom_plans"]) == (3, 0)  # searches 4 to 6
+    shared = [row for row in rows if "chunks.tenant_id = $" in row["statement"]]
+    # the session's statement and the shared direct one: planned at each run, never kept
+    assert sum(row["custom_plans"] for row in shared) >= 3
+    assert all(row["generic_plans"] == 0 for row in shared)
     assert any(HOSTILE.replace("'", "''") in row["statement"] for row in rows)
     assert await _state(one_connection) == CLEAN
