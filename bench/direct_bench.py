@@ -24,9 +24,13 @@ under RLS, query vectors precomputed (no model time), the service's own ef_searc
    threshold's doing) and as before (a second transaction to work it out).
 4. the graph walk alone, what is left of a large tenant's search: the 50% tenant's 40
    nearest by its dedicated index as superuser (no RLS, no joins, no transaction settings
-   but ef_search, sorting off so the graph is walked), at several ef_search values, beside the same walk on a halfvec
-   (half-precision) HNSW index of the same rows built for the comparison, with its
-   recall@10 against exact search.
+   but ef_search, sorting off so the graph is walked), at several ef_search values, beside
+   the same walk on a halfvec (half-precision) HNSW index of the same rows built for the
+   comparison, with its recall@10 against exact search.
+5. cold and warm: on a fresh connection, the direct statement of 40 0.1% tenants, each run
+   twice in a row (its first run, then a second), the tenant's own statement against the
+   shared one: what the first run of a tenant's own statement costs (a prepare and a plan)
+   and what each later run saves.
 """
 
 from __future__ import annotations
@@ -55,7 +59,8 @@ from search_bench import (
     query_pool,
 )
 
-from app.db.tenancy import SessionMaker
+from app.db.settings_sql import scope_message
+from app.db.tenancy import SessionMaker, transaction_settings
 from app.retrieval import SearchRequest, search
 
 SEARCH = importlib.import_module("app.retrieval.search")  # the module: `search` is its function
@@ -236,6 +241,40 @@ async def walk_part(
     ]
 
 
+async def cold_part(
+    app_url: str, loaded: Loaded, vectors: list[np.ndarray], model: str
+) -> list[dict[str, Any]]:
+    tenants = [t.tenant_id for t in loaded.tenants if t.size_class == "0.1%"][:40]
+    samples: dict[tuple[str, str], list[float]] = {}
+    for kept in (True, False, True, False):
+        conn = await asyncpg.connect(app_url.replace("+asyncpg", ""))
+        await register_vector(conn)
+        try:
+            for i, tenant_id in enumerate(tenants):
+                request = SearchRequest(query="-", top_k=10, threshold=0.3)
+                settings = SEARCH.direct_settings(request, tenant_id, False, kept)
+                scope = scope_message(
+                    "BEGIN", transaction_settings({"tenant_id": tenant_id, "settings": settings})
+                )
+                statement, arguments = SEARCH.direct_statement(
+                    vectors[i % len(vectors)], tenant_id, model, request, kept=kept
+                )
+                for run in ("first run", "second run"):
+                    await conn.execute(scope)
+                    began = time.perf_counter()
+                    await conn.fetch(statement.sql, *arguments)
+                    elapsed = (time.perf_counter() - began) * 1000
+                    await conn.execute("COMMIT")
+                    key = ("tenant's own" if kept else "shared", run)
+                    samples.setdefault(key, []).append(elapsed)
+        finally:
+            await conn.close()
+    return [
+        {"statement": statement, "run": run, **latency_summary(values)}
+        for (statement, run), values in samples.items()
+    ]
+
+
 def report(title: str, rows: list[dict[str, Any]]) -> None:
     print_table(
         title,
@@ -288,7 +327,15 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
             ["index", "ef_search", "recall@10", "P50", "P95"],
             [[r["index"], r["ef_search"], r["recall@10"], r["p50_ms"], r["p95_ms"]] for r in walks],
         )
+        log("5. a tenant's own statement cold and warm, against the shared one")
+        cold = await cold_part(db.app_url, loaded, arrays, local.model_id)
+        print_table(
+            "5. the direct statement of 40 0.1% tenants on a fresh connection, ms",
+            ["statement", "run", "P50", "P95"],
+            [[r["statement"], r["run"], r["p50_ms"], r["p95_ms"]] for r in cold],
+        )
         return {
+            "cold": cold,
             "load": loaded.timings,
             "plans": plans,
             "storage": storage,
