@@ -135,12 +135,11 @@ async def search(
         # only a few chunks of the tenant gets them exactly (visibility.py). A caller not
         # counted yet goes the session's way once, where the count is made.
         kept = _keeps_plan(tenant_id)
+        statement = direct_statement(vector, tenant_id, embedder.model_id, request, exact, kept)
         async with scoped_connection(
             sessions, tenant_id, settings=direct_settings(request, tenant_id, exact, kept)
         ) as connection:
-            hits, total, measured = await _nearest_hits_direct(
-                connection, vector, tenant_id, embedder.model_id, request, exact, kept
-            )
+            hits, total, measured = await _nearest_hits_direct(connection, *statement)
         # Fewer than top_k: the threshold's doing when enough were measured; otherwise
         # explained in a transaction of its own (rare).
         shortfall = threshold_shortfall(len(hits), measured, request.top_k, request.threshold)
@@ -267,9 +266,10 @@ def direct_settings(
 
 
 # A tenant's own statement costs a prepare and a plan on its first run on a connection
-# (+0.8 ms) and saves the plan (1.1 ms) on every later run (docs/BENCHMARKS.md, "Plans kept
-# per tenant"): a tenant gets it from its KEEP_PLAN_FROM-th direct search within the memory's
-# five minutes; until then the statement shared by every tenant, planned at each run.
+# (+0.8 ms) and saves the plan (0.8 ms) on every later run (docs/BENCHMARKS.md, "Vectors in
+# the row, plans kept per tenant", table 5): a tenant gets it from its KEEP_PLAN_FROM-th
+# direct search within the memory's five minutes; until then, the statement every tenant
+# shares, planned at each run.
 KEEP_PLAN_FROM = 3
 RECENT_SEARCHES: Remembered[str, int] = Remembered()
 
@@ -518,17 +518,10 @@ def _tenant_statement(
 
 
 async def _nearest_hits_direct(
-    connection: asyncpg.Connection[Any],
-    vector: list[float],
-    tenant_id: str,
-    model: str,
-    request: SearchRequest,
-    exact: bool = False,
-    kept: bool = True,
+    connection: asyncpg.Connection[Any], statement: Compiled, arguments: list[Any]
 ) -> tuple[list[Hit], int, int]:
-    """`_nearest_hits` without filters, on the driver connection, the rows read as the
-    driver returns them."""
-    statement, arguments = direct_statement(vector, tenant_id, model, request, exact, kept)
+    """`_nearest_hits` without filters (`direct_statement`), on the driver connection, the
+    rows read as the driver returns them."""
     records = await connection.fetch(statement.sql, *arguments)
     return _ranked_hits([dict(zip(statement.columns, record, strict=True)) for record in records])
 

@@ -5,7 +5,7 @@ row passes TOAST's ~2 KB threshold. A 384-dimension vector is 1.5 KB, so with a 
 beside it nearly every chunk's vector lived in the TOAST table, and every distance computed
 from the heap (an exact scan of a small tenant or of a caller's few visible chunks, the
 distances of the HNSW candidates, similar chunks, diversity, hybrid's cosine) paid a TOAST
-index probe and a second heap read per row: an exact scan of 1,000 chunks took 3.2 ms, 1.1 ms
+index probe and a second heap read per row: an exact scan of 1,000 chunks took 3.5 ms, 1.3 ms
 with the vectors in the row (docs/BENCHMARKS.md, "Vectors in the row"). With MAIN, TOAST
 moves the text and the tsvector out first (BM25 reads postings, not tsvectors) and keeps the
 vector in the row unless the row still cannot fit a page (vectors of about 2,000
