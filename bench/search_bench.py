@@ -123,12 +123,19 @@ class StubEmbedder:
 
 
 def cached_corpus(
-    chunker: Chunker, embedder: LocalEmbedder, settings_key: str
+    chunker: Chunker, embedder: LocalEmbedder, settings: Settings
 ) -> list[PreparedDoc]:
-    """The corpus chunked as the pipeline does; the chunks cached as JSON (chunking takes ~30 s)."""
-    path = (
-        RESULTS / f"nfcorpus-chunks-{hashlib.sha256(settings_key.encode()).hexdigest()[:12]}.json"
+    """The corpus chunked as the pipeline does; the chunks cached as JSON (chunking takes ~30 s)
+    under a key of what chunking depends on (model, chunk sizes, the model's input limit)."""
+    key = json.dumps(
+        [
+            embedder.model_id,
+            settings.chunk_tokens,
+            settings.chunk_overlap_tokens,
+            embedder.max_input_tokens,
+        ]
     )
+    path = RESULTS / f"nfcorpus-chunks-{hashlib.sha256(key.encode()).hexdigest()[:12]}.json"
     docs = read_corpus()
     if path.exists():
         stored = json.loads(path.read_text())
@@ -152,8 +159,7 @@ async def corpus_vectors(
     local = LocalEmbedder.load(settings)
     chunker = build_chunker(settings, local)
     embedder = CachingEmbedder(local, vector_cache_path(local.model_id))
-    key = [local.model_id, settings.chunk_tokens, settings.chunk_overlap_tokens]
-    corpus = cached_corpus(chunker, local, json.dumps([*key, local.max_input_tokens]))
+    corpus = cached_corpus(chunker, local, settings)
     texts = [t for p in corpus for t in p.texts]
     log(f"{len(corpus)} documents, {len(texts)} chunks; embedding the ones not cached")
     base = np.asarray(await embedder.embed_documents(texts), dtype=np.float32)

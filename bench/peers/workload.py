@@ -9,7 +9,6 @@ HTTP path (which embeds the text itself) searches with the same vectors as the o
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 
 import numpy as np
@@ -75,13 +74,7 @@ async def build_workload(
     benchmarks share, so only the first run on a machine spends model time on them."""
     embedder = CachingEmbedder(local, vector_cache_path(local.model_id))
     if docs is None:
-        key = [
-            local.model_id,
-            db.settings.chunk_tokens,
-            db.settings.chunk_overlap_tokens,
-            local.max_input_tokens,
-        ]
-        corpus = cached_corpus(chunker, local, json.dumps(key))
+        corpus = cached_corpus(chunker, local, db.settings)
     else:
         corpus = prepare_corpus(read_corpus(docs), chunker)
     texts = [t for p in corpus for t in p.texts]

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import uuid
 from collections.abc import AsyncIterator
 
 import asyncpg
@@ -26,8 +25,7 @@ from app.permissions import Readers
 from app.retrieval.filters import SearchFilters
 from app.retrieval.search import SearchRequest, _nearest_hits, _where, search
 from app.settings import Settings
-from app.tenants import create_tenant
-from tests.conftest import small_chunker
+from tests.conftest import registered_tenant, small_chunker
 from tests.fakes import WordHashEmbedder
 
 HOSTILE = "t'; select pg_sleep(10); --\\' \"x\" ünï"
@@ -280,9 +278,7 @@ async def test_the_direct_search_equals_the_session_search(
 ) -> None:
     """The direct statement (no filters) and the session's give the same hits, with and
     without a threshold."""
-    tenant_id = f"scoped-{uuid.uuid4().hex[:8]}"
-    async with registry_transaction(one_connection) as session:
-        await create_tenant(session, tenant_id)
+    tenant_id = await registered_tenant(one_connection, "scoped")
     documents = [
         DocumentInput(
             content=f"{topic} " * 3 + f"note {i} about {topic} and other things",
@@ -328,9 +324,7 @@ async def test_a_tenant_searched_again_gets_its_own_statement_and_keeps_its_plan
     a hostile id finds nothing), planned once per connection and kept; before, the statement
     every tenant shares, planned at each run. The threshold's shortfall needs no second
     transaction on either."""
-    tenant_id = f"plans-{uuid.uuid4().hex[:8]}"
-    async with registry_transaction(one_connection) as session:
-        await create_tenant(session, tenant_id)
+    tenant_id = await registered_tenant(one_connection, "plans")
     documents = [
         DocumentInput(content=f"{topic} notes", source_type=SourceType.TEXT, external_id=topic)
         for topic in ("solar power", "wind power", "river deltas", "green tea")

@@ -5,15 +5,13 @@ threshold. The text goes out of line instead."""
 from __future__ import annotations
 
 import random
-import uuid
 
 from sqlalchemy import text
 
-from app.db.tenancy import SessionMaker, registry_transaction, tenant_transaction
+from app.db.tenancy import SessionMaker, tenant_transaction
 from app.ingest.documents import DocumentInput, ingest_documents
 from app.ingest.parsing import SourceType
-from app.tenants import create_tenant
-from tests.conftest import small_chunker
+from tests.conftest import registered_tenant, small_chunker
 from tests.fakes import WordHashEmbedder
 
 # English words in a shuffled order (a repeated phrase would be compressed into a few bytes):
@@ -65,9 +63,7 @@ OUT_OF_LINE = (
 async def test_a_long_chunk_keeps_its_vector_in_the_row(
     sessions: SessionMaker, embedder: WordHashEmbedder
 ) -> None:
-    tenant_id = f"storage-{uuid.uuid4().hex[:8]}"
-    async with registry_transaction(sessions) as session:
-        await create_tenant(session, tenant_id)
+    tenant_id = await registered_tenant(sessions, "storage")
     await ingest_documents(
         sessions,
         embedder,
