@@ -16,6 +16,7 @@ from app.auth import TokenVerifier
 from app.citations import ApproxTokenCounter, TokenCounter, load_token_counter
 from app.db.engine import create_engine, create_sessionmaker, vector_column_dimensions
 from app.db.replicas import ReadConsistency, ReplicaSet, watched_replicas
+from app.db.scoped import settled
 from app.db.tenancy import SessionMaker, reading_as
 from app.embeddings import Embedder, build_embedder, check_dimensions
 from app.embeddings.local import default_tokenizer_path
@@ -128,6 +129,7 @@ async def open_resources(
         await limiter.aclose()
         if redis is not None:
             await redis.aclose()
+        await settled()  # the read-only transactions still committing (scoped.py)
         await engine.dispose()
 
 

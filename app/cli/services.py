@@ -7,6 +7,7 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass
 
 from app.db.engine import create_engine, create_sessionmaker
+from app.db.scoped import settled
 from app.db.tenancy import SessionMaker, reading_as
 from app.embeddings import Embedder, build_embedder
 from app.ingest.chunking import Chunker
@@ -46,4 +47,5 @@ async def open_services(settings: Settings, *, tenant_id: str | None) -> AsyncIt
         finally:
             await embedder.aclose()
     finally:
+        await settled()  # the read-only transactions still committing (scoped.py)
         await engine.dispose()

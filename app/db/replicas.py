@@ -28,6 +28,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 from app.db.engine import async_url, create_engine, create_sessionmaker
 from app.db.failures import is_replica_failure
 from app.db.lag import Lag, PrimaryHistory, measure, primary_position, standby_state
+from app.db.scoped import settled
 from app.db.tenancy import SessionMaker
 from app.errors import NotFound
 from app.settings import Settings
@@ -219,6 +220,7 @@ class ReplicaSet:
             await asyncio.sleep(self.check_seconds)
 
     async def aclose(self) -> None:
+        await settled()  # the read-only transactions still committing (scoped.py)
         for replica in self.replicas:
             await replica.engine.dispose()
             await replica.probe.dispose()

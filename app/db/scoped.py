@@ -10,6 +10,13 @@ that follows is the second round trip, COMMIT the third. The settings are the sa
 transaction-local ones as the session path's (the tenant for row-level security,
 `hnsw.ef_search`, ...), so nothing outlives the transaction on the pooled connection.
 
+A read-only transaction (`read_only=True`, BEGIN READ ONLY: the vector search's) ends off the
+caller's path: once the caller's block is done, COMMIT is sent by a task of its own, which
+then returns the connection to the pool, so the caller waits for two round trips, not three.
+A read-only transaction's COMMIT cannot lose anything; until it is done the connection stays
+checked out, so no other transaction ever sees it inside this one. `settled()` waits for those
+still under way (the app awaits it before closing the pool).
+
 The pool does not ping a connection before handing it out (a round trip on every search): a
 connection that died meanwhile (the server restarted) fails at the first message, before any
 query ran; the pool is then replaced and the transaction opened once more on a new one.
@@ -17,6 +24,8 @@ query ran; the pool is then replaced and the transaction opened once more on a n
 
 from __future__ import annotations
 
+import asyncio
+import logging
 from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager, suppress
 from typing import Any
@@ -29,16 +38,24 @@ from app.db.settings_sql import Setting, scope_message
 from app.db.tenancy import SessionMaker, transaction_settings
 
 SAVEPOINT = "rag_scoped"
+_log = logging.getLogger(__name__)
+# the read-only transactions whose COMMIT is still under way (a strong reference: asyncio
+# keeps only weak ones to its tasks)
+_ENDING: set[asyncio.Task[None]] = set()
 
 
 @asynccontextmanager
 async def scoped_connection(
-    sessions: SessionMaker, tenant_id: str, *, settings: Mapping[str, Setting] | None = None
+    sessions: SessionMaker,
+    tenant_id: str,
+    *,
+    settings: Mapping[str, Setting] | None = None,
+    read_only: bool = False,
 ) -> AsyncIterator[asyncpg.Connection[Any]]:
     """The driver connection inside a transaction scoped to `tenant_id` with `settings`;
-    committed on success, rolled back on error. A sessionmaker bound to a connection that is
-    already in a transaction (a caller's own, or the tests' rolled back after each test) gets
-    a savepoint in it instead."""
+    committed on success (`read_only`: READ ONLY, committed off the caller's path), rolled back
+    on error. A sessionmaker bound to a connection that is already in a transaction (a caller's
+    own, or the tests' rolled back after each test) gets a savepoint in it instead."""
     # the tenant and who reads (the caller's principals), exactly as the session path sets them
     info = {**(sessions.kw.get("info") or {}), "tenant_id": tenant_id, "settings": settings or {}}
     scope = transaction_settings(info)
@@ -49,9 +66,11 @@ async def scoped_connection(
         return
     if not isinstance(bind, AsyncEngine):
         raise TypeError("the sessionmaker is bound to neither an engine nor a connection")
-    message = scope_message("BEGIN", scope)
+    message = scope_message("BEGIN READ ONLY" if read_only else "BEGIN", scope)
     for attempt in (1, 2):
-        async with bind.connect() as conn:
+        conn = await bind.connect()
+        committing = False  # the task committing a read-only transaction returns `conn`
+        try:
             driver = await _driver(conn)
             try:
                 await driver.execute(message)
@@ -66,8 +85,35 @@ async def scoped_connection(
             except BaseException:
                 await _end(conn, driver, "ROLLBACK")
                 raise
+            if read_only:
+                _commit_later(conn, driver)
+                committing = True
+                return
             await _end(conn, driver, "COMMIT")
             return
+        finally:
+            if not committing:
+                await conn.close()
+
+
+def _commit_later(conn: AsyncConnection, driver: asyncpg.Connection[Any]) -> None:
+    async def commit() -> None:
+        try:
+            await _end(conn, driver, "COMMIT")
+        except Exception:  # nothing to lose in a read-only transaction; the connection is closed
+            _log.warning("COMMIT of a read-only transaction failed", exc_info=True)
+        finally:
+            await conn.close()
+
+    task = asyncio.create_task(commit())
+    _ENDING.add(task)
+    task.add_done_callback(_ENDING.discard)
+
+
+async def settled() -> None:
+    """Wait for the read-only transactions still committing (before the pool is closed)."""
+    while _ENDING:
+        await asyncio.gather(*_ENDING, return_exceptions=True)
 
 
 @asynccontextmanager

@@ -137,7 +137,10 @@ async def search(
         kept = _keeps_plan(tenant_id)
         statement = direct_statement(vector, tenant_id, embedder.model_id, request, exact, kept)
         async with scoped_connection(
-            sessions, tenant_id, settings=direct_settings(request, tenant_id, exact, kept)
+            sessions,
+            tenant_id,
+            settings=direct_settings(request, tenant_id, exact, kept),
+            read_only=True,
         ) as connection:
             hits, total, measured = await _nearest_hits_direct(connection, *statement)
         # Fewer than top_k: the threshold's doing when enough were measured; otherwise
@@ -190,8 +193,9 @@ async def search(
 
 def _direct(request: SearchRequest) -> bool:
     """Vector mode with no filters and no diversity, the commonest request, skips the ORM
-    session: one statement on the driver connection (`scoped_connection`, three round trips
-    in all). Filters are compiled per request by SQLAlchemy and go the session's way."""
+    session: one statement on the driver connection (`scoped_connection`: the settings, then
+    the statement; its read-only transaction commits after the answer). Filters are compiled
+    per request by SQLAlchemy and go the session's way."""
     return (
         request.mode is SearchMode.VECTOR
         and not request.diversity

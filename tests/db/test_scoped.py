@@ -16,7 +16,7 @@ from sqlalchemy.exc import DBAPIError
 from sqlalchemy.ext.asyncio import AsyncEngine, async_sessionmaker
 
 from app.db.engine import create_engine, create_sessionmaker
-from app.db.scoped import scoped_connection
+from app.db.scoped import scoped_connection, settled
 from app.db.settings_sql import Computed, scope_message, sql_literal
 from app.db.tenancy import SessionMaker, reading_as, registry_transaction, tenant_transaction
 from app.ingest.documents import DocumentInput, ingest_documents
@@ -355,4 +355,32 @@ async def test_a_tenant_searched_again_gets_its_own_statement_and_keeps_its_plan
     assert sum(row["custom_plans"] for row in shared) >= 3
     assert all(row["generic_plans"] == 0 for row in shared)
     assert any(HOSTILE.replace("'", "''") in row["statement"] for row in rows)
+    assert await _state(one_connection) == CLEAN
+
+
+async def test_a_read_only_transaction_commits_after_the_caller_is_done(
+    one_connection: SessionMaker,
+) -> None:
+    """`read_only`: BEGIN READ ONLY (a write fails), and COMMIT off the caller's path: the
+    caller goes on while the connection is still out of the pool, committing; `settled()`
+    waits for it, and the connection comes back clean."""
+    engine = one_connection.kw["bind"]
+    assert isinstance(engine, AsyncEngine)
+    async with scoped_connection(
+        one_connection, "scoped-ro", settings={"hnsw.ef_search": "77"}, read_only=True
+    ) as driver:
+        assert await driver.fetchval("select current_setting('transaction_read_only')") == "on"
+        assert await driver.fetchval("select current_setting('app.tenant_id')") == "scoped-ro"
+    assert engine.pool.checkedout() == 1  # type: ignore[attr-defined]  # still committing
+    await settled()
+    assert engine.pool.checkedout() == 0  # type: ignore[attr-defined]
+    assert await _state(one_connection) == CLEAN
+    with pytest.raises(asyncpg.ReadOnlySQLTransactionError):
+        async with scoped_connection(one_connection, "scoped-ro", read_only=True) as driver:
+            await driver.execute("create temporary table scoped_ro_write (x int)")
+    assert await _state(one_connection) == CLEAN
+    for _ in range(3):  # back to back, each waiting for the one connection its commit frees
+        async with scoped_connection(one_connection, "scoped-ro", read_only=True) as driver:
+            assert await driver.fetchval("select current_setting('app.tenant_id')") == "scoped-ro"
+    await settled()
     assert await _state(one_connection) == CLEAN

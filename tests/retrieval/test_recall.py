@@ -20,6 +20,7 @@ from app.db.indexes import (
     index_connection,
 )
 from app.db.models import Chunk, Collection, Document
+from app.db.scoped import settled
 from app.db.tenancy import SessionMaker, registry_transaction, tenant_transaction
 from app.retrieval import SearchRequest, search
 from app.tenants import create_tenant
@@ -156,6 +157,7 @@ async def test_index_settings_do_not_leak_to_the_next_transaction(
         await search(
             sessions, embedder, tenant_id=tenant_id, request=SearchRequest(query="q", ef_search=333)
         )
+        await settled()  # its read-only transaction commits after the answer (scoped.py)
         async with registry_transaction(sessions) as session:
             ef = await session.scalar(text("select current_setting('hnsw.ef_search')"))
             scan = await session.scalar(text("select current_setting('hnsw.iterative_scan')"))
