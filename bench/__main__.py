@@ -32,9 +32,9 @@ from importlib.metadata import version
 from pathlib import Path
 from typing import Any
 
-import httpx
 from harness import (
     ROOT,
+    ApiClient,
     BenchDatabase,
     bench_database,
     git_commit,
@@ -177,7 +177,7 @@ async def measure_sizes(
     exact_pool = await peers.open_pool(db.superuser_url, clients, enable_indexscan="off")
     naive_pool = await peers.open_pool(db.superuser_url, clients)
     try:
-        async with httpx.AsyncClient(base_url=url or "http://127.0.0.1", timeout=120) as client:
+        async with ApiClient(url or "http://127.0.0.1") as client:
             for size in plan.sizes:
                 await measure_size(
                     db,
@@ -208,7 +208,7 @@ async def measure_size(
     size: int,
     chroma: peers.ChromaEngine,
     pools: tuple[Any, Any],
-    client: httpx.AsyncClient | None,
+    client: ApiClient | None,
     results: dict[str, Any],
 ) -> None:
     log(f"size {size}: generating and loading (search_bench's load_size)")

@@ -31,6 +31,9 @@ under RLS, query vectors precomputed (no model time), the service's own ef_searc
    twice in a row (its first run, then a second), the tenant's own statement against the
    shared one: what the first run of a tenant's own statement costs (a prepare and a plan)
    and what each later run saves.
+6. commit: every search twice, the order alternating: as the service runs it (a READ ONLY
+   transaction whose COMMIT a task sends after the answer, then returns the connection to the
+   pool) and as before (COMMIT awaited before the search returns).
 """
 
 from __future__ import annotations
@@ -92,6 +95,21 @@ def shortfall_by_statement() -> Iterator[None]:
         yield
     finally:
         SEARCH.threshold_shortfall = saved
+
+
+@contextmanager
+def commit_before_answer() -> Iterator[None]:
+    """The direct transaction as it was: committed before the search returns."""
+    saved = SEARCH.scoped_connection
+
+    def inline(*args: Any, **kwargs: Any) -> Any:
+        return saved(*args, **{**kwargs, "read_only": False})
+
+    SEARCH.scoped_connection = inline
+    try:
+        yield
+    finally:
+        SEARCH.scoped_connection = saved
 
 
 async def timed_search(
@@ -331,7 +349,13 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
             ["statement", "run", "P50", "P95"],
             [[r["statement"], r["run"], r["p50_ms"], r["p95_ms"]] for r in cold],
         )
+        log("6. COMMIT after the answer / before it")
+        commit = await interleaved(
+            db.sessions, stub, loaded, queries, CLASSES, commit_before_answer
+        )
+        report("6. COMMIT after the answer (now) / before it (before), ms", commit)
         return {
+            "commit": commit,
             "cold": cold,
             "load": loaded.timings,
             "plans": plans,

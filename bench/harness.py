@@ -26,6 +26,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+import aiohttp
 import asyncpg
 import numpy as np
 from pgvector.asyncpg import register_vector
@@ -183,6 +184,39 @@ def search_tokens(
         )
         for tenant_id in tenant_ids
     }
+
+
+class ApiClient:
+    """JSON POSTs to a live `rag serve` on kept-alive connections, as a chat backend would send
+    them. aiohttp: its own time per request is a fraction of httpx's (2026-11-26, a cached search
+    on this machine: P50 +0.7 ms over a bare socket client for aiohttp, +2.2 ms for httpx), so
+    the figures are the service's more than the client's."""
+
+    def __init__(self, base_url: str, *, timeout_seconds: float = 120) -> None:
+        self.base_url = base_url
+        self.timeout = aiohttp.ClientTimeout(total=timeout_seconds)
+        self._session: aiohttp.ClientSession | None = None
+
+    async def __aenter__(self) -> ApiClient:
+        # no connection limit: the concurrent parts open as many as they have clients
+        connector = aiohttp.TCPConnector(limit=0)
+        self._session = aiohttp.ClientSession(
+            self.base_url, timeout=self.timeout, connector=connector
+        )
+        return self
+
+    async def __aexit__(self, *_exc: object) -> None:
+        if self._session is not None:
+            await self._session.close()
+
+    async def post(self, path: str, body: dict[str, Any], *, token: str) -> dict[str, Any]:
+        """The reply's JSON; an HTTP error status raises."""
+        assert self._session is not None, "use `async with ApiClient(...)`"
+        headers = {"Authorization": f"Bearer {token}"}
+        async with self._session.post(path, json=body, headers=headers) as reply:
+            reply.raise_for_status()
+            payload: dict[str, Any] = await reply.json()
+            return payload
 
 
 def read_corpus(limit: int | None = None, root: Path = NFCORPUS) -> list[CorpusDoc]:

@@ -17,9 +17,8 @@ from pathlib import Path
 from typing import Any, Protocol
 
 import asyncpg
-import httpx
 import numpy as np
-from harness import BenchDatabase
+from harness import ApiClient, BenchDatabase
 from pgvector.asyncpg import register_vector
 from search_bench import TOP_K, Loaded, StubEmbedder, TenantSlice
 
@@ -95,19 +94,17 @@ class HttpEngine:
     min_similarity: float | None = HTTP_THRESHOLD
     name = "service over HTTP"
 
-    def __init__(self, client: httpx.AsyncClient, tokens: dict[str, str]) -> None:
+    def __init__(self, client: ApiClient, tokens: dict[str, str]) -> None:
         self.client = client
         self.tokens = tokens
         self.embed_ms: list[float] = []
 
     async def search(self, tenant: TenantSlice, query: Query) -> list[str]:
-        reply = await self.client.post(
+        body = await self.client.post(
             "/api/rag/search",
-            json={"query": query.text, "max_results": TOP_K, "threshold": HTTP_THRESHOLD},
-            headers={"Authorization": f"Bearer {self.tokens[tenant.tenant_id]}"},
+            {"query": query.text, "max_results": TOP_K, "threshold": HTTP_THRESHOLD},
+            token=self.tokens[tenant.tenant_id],
         )
-        reply.raise_for_status()
-        body = reply.json()
         self.embed_ms.append(float(body["timings"]["embed_ms"]))
         return [str(chunk["chunk_id"]) for chunk in body["chunks"]]
 
