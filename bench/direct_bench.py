@@ -27,6 +27,8 @@ under RLS, query vectors precomputed (no model time), the service's own ef_searc
    but ef_search, sorting off so the graph is walked), at several ef_search values, beside
    the same walk on a halfvec (half-precision) HNSW index of the same rows built for the
    comparison, with its recall@10 against exact search.
+4b. the same 40 nearest by an IVFFlat index of the same rows (lists = sqrt(rows)), the other
+   index pgvector offers, at several `ivfflat.probes`, with its recall@10.
 5. cold and warm: on a fresh connection, the direct statement of 40 0.1% tenants, each run
    twice in a row (its first run, then a second), the tenant's own statement against the
    shared one: what the first run of a tenant's own statement costs (a prepare and a plan)
@@ -41,6 +43,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import importlib
+import math
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager, nullcontext
@@ -257,6 +260,67 @@ async def walk_part(
     ]
 
 
+PROBES = (8, 16, 32, 64)
+
+
+async def ivfflat_part(
+    superuser_url: str, loaded: Loaded, vectors: list[np.ndarray]
+) -> list[dict[str, Any]]:
+    """The 50% tenant's 40 nearest by an IVFFlat index of its rows (lists = sqrt(rows), as
+    pgvector advises up to 1M rows) at several `ivfflat.probes`: the other index pgvector
+    offers, beside the HNSW walk of part 4. The tenant's HNSW index is dropped inside each
+    transaction (rolled back) so the planner takes the IVFFlat one."""
+    tenant = next(t for t in loaded.tenants if t.size_class == "50%")
+    lists = round(math.sqrt(tenant.stop - tenant.start))
+    conn = await connect_loader(superuser_url)
+    samples: dict[int, list[float]] = {}
+    recall: dict[int, list[float]] = {}
+    try:
+        await conn.execute("SET maintenance_work_mem = '1GB'")
+        await conn.execute(
+            "CREATE INDEX bench_ivfflat ON chunks USING ivfflat (embedding vector_cosine_ops)"
+            f" WITH (lists = {lists}) WHERE tenant_id = '{tenant.tenant_id}'"
+        )
+        await conn.execute("ANALYZE chunks")
+        hnsw = await conn.fetchval(
+            "SELECT string_agg(c.relname, ', ') FROM pg_index i"
+            " JOIN pg_class c ON c.oid = i.indexrelid JOIN pg_am a ON a.oid = c.relam"
+            " WHERE i.indrelid = 'chunks'::regclass AND a.amname = 'hnsw'"
+        )
+        query = "SELECT id FROM chunks WHERE tenant_id = $1 ORDER BY embedding <=> $2 LIMIT 40"
+        for i, vector in enumerate([*vectors[:20], *vectors]):
+            truth = exact_top(loaded, tenant, vector)
+            for probes in PROBES:
+                transaction = conn.transaction()
+                await transaction.start()
+                try:  # rolled back: the DROP INDEX never happens
+                    await conn.execute(f"DROP INDEX {hnsw}")
+                    await conn.execute(f"SET LOCAL ivfflat.probes = {probes}")
+                    await conn.execute("SET LOCAL enable_sort = off")
+                    await conn.execute("SET LOCAL plan_cache_mode = force_custom_plan")
+                    began = time.perf_counter()
+                    rows = await conn.fetch(query, tenant.tenant_id, vector)
+                    elapsed = (time.perf_counter() - began) * 1000
+                finally:
+                    await transaction.rollback()
+                if i >= 20:
+                    samples.setdefault(probes, []).append(elapsed)
+                    found = {r["id"] for r in rows[:10]}
+                    recall.setdefault(probes, []).append(len(found & truth) / 10)
+    finally:
+        await conn.execute("DROP INDEX IF EXISTS bench_ivfflat")
+        await conn.close()
+    return [
+        {
+            "index": f"ivfflat, lists {lists}",
+            "probes": probes,
+            "recall@10": round(float(np.mean(recall[probes])), 3),
+            **latency_summary(values),
+        }
+        for probes, values in sorted(samples.items())
+    ]
+
+
 async def cold_part(
     app_url: str, loaded: Loaded, vectors: list[np.ndarray], model: str
 ) -> list[dict[str, Any]]:
@@ -342,6 +406,13 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
             ["index", "ef_search", "recall@10", "P50", "P95"],
             [[r["index"], r["ef_search"], r["recall@10"], r["p50_ms"], r["p95_ms"]] for r in walks],
         )
+        log("4b. the same rows by an IVFFlat index")
+        ivfflat = await ivfflat_part(db.superuser_url, loaded, arrays)
+        print_table(
+            "4b. IVFFlat: 40 nearest of the 50% tenant, superuser, ms",
+            ["index", "probes", "recall@10", "P50", "P95"],
+            [[r["index"], r["probes"], r["recall@10"], r["p50_ms"], r["p95_ms"]] for r in ivfflat],
+        )
         log("5. a tenant's own statement cold and warm, against the shared one")
         cold = await cold_part(db.app_url, loaded, arrays, local.model_id)
         print_table(
@@ -357,6 +428,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
         return {
             "commit": commit,
             "cold": cold,
+            "ivfflat": ivfflat,
             "load": loaded.timings,
             "plans": plans,
             "storage": storage,
