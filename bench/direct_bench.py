@@ -354,6 +354,16 @@ async def cold_part(
     ]
 
 
+def walk_table(title: str, rows: list[dict[str, Any]]) -> None:
+    """Parts 4 and 4b: an index, its knob (ef_search or probes), recall and latency."""
+    knob = "ef_search" if "ef_search" in rows[0] else "probes"
+    print_table(
+        title,
+        ["index", knob, "recall@10", "P50", "P95"],
+        [[r["index"], r[knob], r["recall@10"], r["p50_ms"], r["p95_ms"]] for r in rows],
+    )
+
+
 def report(title: str, rows: list[dict[str, Any]]) -> None:
     print_table(
         title,
@@ -401,18 +411,10 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
         report("3. threshold 0.3: shortfall from the count (now) / by statement (before)", short)
         log("4. the 50% tenant's graph walk alone, vector and halfvec indexes")
         walks = await walk_part(db.superuser_url, loaded, arrays)
-        print_table(
-            "4. the graph walk alone: 40 nearest of the 50% tenant, superuser, ms",
-            ["index", "ef_search", "recall@10", "P50", "P95"],
-            [[r["index"], r["ef_search"], r["recall@10"], r["p50_ms"], r["p95_ms"]] for r in walks],
-        )
+        walk_table("4. the graph walk alone: 40 nearest of the 50% tenant, superuser, ms", walks)
         log("4b. the same rows by an IVFFlat index")
         ivfflat = await ivfflat_part(db.superuser_url, loaded, arrays)
-        print_table(
-            "4b. IVFFlat: 40 nearest of the 50% tenant, superuser, ms",
-            ["index", "probes", "recall@10", "P50", "P95"],
-            [[r["index"], r["probes"], r["recall@10"], r["p50_ms"], r["p95_ms"]] for r in ivfflat],
-        )
+        walk_table("4b. IVFFlat: 40 nearest of the 50% tenant, superuser, ms", ivfflat)
         log("5. a tenant's own statement cold and warm, against the shared one")
         cold = await cold_part(db.app_url, loaded, arrays, local.model_id)
         print_table(
