@@ -36,6 +36,9 @@ under RLS, query vectors precomputed (no model time), the service's own ef_searc
 6. commit: every search twice, the order alternating: as the service runs it (a READ ONLY
    transaction whose COMMIT a task sends after the answer, then returns the connection to the
    pool) and as before (COMMIT awaited before the search returns).
+7. first searches: each 0.1% tenant's first search (nothing remembered of any tenant), as the
+   service runs it (one probe for access lists, remembered; none: the direct path) and as
+   before (the session's path, where the probe and the caller's count were made).
 """
 
 from __future__ import annotations
@@ -72,7 +75,8 @@ from search_bench import (
 
 from app.db.settings_sql import scope_message
 from app.db.tenancy import SessionMaker, transaction_settings
-from app.retrieval import SearchRequest, search
+from app.retrieval import SearchRequest, search, visibility
+from app.retrieval.visibility import ListedTenants, Remembered, VisibleCounts
 
 SEARCH = importlib.import_module("app.retrieval.search")  # the module: `search` is its function
 COPIES = {"in the row (MAIN)": "main", "out of line (EXTERNAL)": "external"}
@@ -113,6 +117,46 @@ def commit_before_answer() -> Iterator[None]:
         yield
     finally:
         SEARCH.scoped_connection = saved
+
+
+@contextmanager
+def session_first() -> Iterator[None]:
+    """A search as a tenant's first was before: its own session (the probe, the count)."""
+    saved = SEARCH._direct
+    SEARCH._direct = lambda _request: False
+    try:
+        yield
+    finally:
+        SEARCH._direct = saved
+
+
+def forget_tenants() -> None:
+    """Nothing remembered of any tenant: the next search of each is its first."""
+    visibility.LISTED = ListedTenants()
+    visibility.COUNTS = VisibleCounts()
+    SEARCH.RECENT_SEARCHES = Remembered()
+
+
+async def first_searches(
+    sessions: SessionMaker, stub: StubEmbedder, loaded: Loaded, queries: list[str]
+) -> list[dict[str, Any]]:
+    """Part 7: each 0.1% tenant's first search, as now (the access-list probe, then the
+    direct path) and as before (the session's path), the order alternating."""
+    samples: dict[str, list[float]] = {}
+    for i, query in enumerate([*queries[:20], *queries]):
+        tenant = pick_tenant(loaded, "0.1%", i)
+        hits = {}
+        for variant in ("now", "before") if i % 2 else ("before", "now"):
+            forget_tenants()
+            with session_first() if variant == "before" else nullcontext():
+                elapsed, hits[variant] = await timed_search(
+                    sessions, stub, tenant.tenant_id, query, None
+                )
+            if i >= 20:
+                samples.setdefault(variant, []).append(elapsed)
+        if hits["now"] != hits["before"]:
+            raise AssertionError(f"different hits for {tenant.tenant_id}: {query!r}")
+    return [{"tenant": "0.1%", **{k: latency_summary(v) for k, v in samples.items()}}]
 
 
 async def timed_search(
@@ -427,8 +471,12 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
             db.sessions, stub, loaded, queries, CLASSES, commit_before_answer
         )
         report("6. COMMIT after the answer (now) / before it (before), ms", commit)
+        log("7. a tenant's first search: probe and direct / the session's path")
+        first = await first_searches(db.sessions, stub, loaded, queries)
+        report("7. a tenant's first search: probe, then direct (now) / session (before)", first)
         return {
             "commit": commit,
+            "first": first,
             "cold": cold,
             "ivfflat": ivfflat,
             "load": loaded.timings,

@@ -129,11 +129,17 @@ async def search(
     started = time.perf_counter()
     vector = await embedder.embed_query(request.query)
     embedded = time.perf_counter()
-    exact = known_plan(readers_of_sessions(sessions), tenant_id=tenant_id, model=embedder.model_id)
+    exact = _plan(sessions, tenant_id, embedder.model_id)
+    if exact is None and _direct(request):
+        # a tenant not probed lately: whether it has access lists (remembered); without any,
+        # the plan is known and this search goes direct too
+        await access_lists_matter(sessions, tenant_id)
+        exact = _plan(sessions, tenant_id, embedder.model_id)
     if _direct(request) and exact is not None:
         # RLS filters by the caller's principals (set with the tenant); a caller who may see
         # only a few chunks of the tenant gets them exactly (visibility.py). A caller not
-        # counted yet goes the session's way once, where the count is made.
+        # counted yet in a tenant with access lists goes the session's way once, where the
+        # count is made.
         kept = _keeps_plan(tenant_id)
         statement = direct_statement(vector, tenant_id, embedder.model_id, request, exact, kept)
         async with scoped_connection(
@@ -189,6 +195,11 @@ async def search(
     if access is not None:
         access.record(tenant_id, [hit.document_id for hit in hits])
     return SearchOutcome(hits, total, embedder.model_id, timings, shortfall)
+
+
+def _plan(sessions: SessionMaker, tenant_id: str, model: str) -> bool | None:
+    """Whether the caller's vector search is exact, when known without a query."""
+    return known_plan(readers_of_sessions(sessions), tenant_id=tenant_id, model=model)
 
 
 def _direct(request: SearchRequest) -> bool:

@@ -23,7 +23,13 @@ from app.ingest.documents import DocumentInput, ingest_documents
 from app.ingest.parsing import SourceType
 from app.permissions import Readers
 from app.retrieval.filters import SearchFilters
-from app.retrieval.search import SearchRequest, _nearest_hits, _where, search
+from app.retrieval.search import (
+    RECENT_SEARCHES,
+    SearchRequest,
+    _nearest_hits,
+    _where,
+    search,
+)
 from app.settings import Settings
 from tests.conftest import registered_tenant, small_chunker
 from tests.fakes import WordHashEmbedder
@@ -334,7 +340,7 @@ async def test_a_tenant_searched_again_gets_its_own_statement_and_keeps_its_plan
     )
     request = SearchRequest(query="solar power", top_k=4, threshold=0.99)
     hits = set()
-    for _ in range(6):  # the first goes the session's way (its caller is counted there)
+    for _ in range(6):  # every one direct: the tenant has no access lists (probed once)
         outcome = await search(one_connection, embedder, tenant_id=tenant_id, request=request)
         assert outcome.shortfall is not None
         assert outcome.shortfall.reason == "threshold"
@@ -349,7 +355,7 @@ async def test_a_tenant_searched_again_gets_its_own_statement_and_keeps_its_plan
     assert len(mine) == 1
     assert "$3" in mine[0]["statement"]  # the vector, the constant 1.0, the threshold
     assert "$4" not in mine[0]["statement"]
-    assert (mine[0]["generic_plans"], mine[0]["custom_plans"]) == (3, 0)  # searches 4 to 6
+    assert (mine[0]["generic_plans"], mine[0]["custom_plans"]) == (4, 0)  # searches 3 to 6
     shared = [row for row in rows if "chunks.tenant_id = $" in row["statement"]]
     # the session's statement and the shared direct one: planned at each run, never kept
     assert sum(row["custom_plans"] for row in shared) >= 3
@@ -384,3 +390,40 @@ async def test_a_read_only_transaction_commits_after_the_caller_is_done(
             assert await driver.fetchval("select current_setting('app.tenant_id')") == "scoped-ro"
     await settled()
     assert await _state(one_connection) == CLEAN
+
+
+TOPICS = ("solar power", "wind power", "green tea")
+
+
+async def test_the_first_search_goes_direct_unless_the_caller_must_be_counted(
+    one_connection: SessionMaker, embedder: WordHashEmbedder
+) -> None:
+    """A tenant not searched lately is probed for access lists; without any, its first search
+    takes the direct path (no session). With lists, a caller who sees part of the tenant goes
+    the session's way once, where its count is made, then direct."""
+    for listed in (False, True):
+        tenant_id = await registered_tenant(one_connection, f"first-{listed}")
+        documents = [
+            DocumentInput(
+                content=f"{topic} notes",
+                source_type=SourceType.TEXT,
+                external_id=topic,
+                access=("group:a",) if listed and topic == "green tea" else (),
+            )
+            for topic in TOPICS
+        ]
+        await ingest_documents(
+            reading_as(one_connection, Readers(frozenset({"group:a"}))),
+            embedder,
+            chunker=small_chunker(),
+            tenant_id=tenant_id,
+            documents=documents,
+        )
+        caller = reading_as(one_connection, Readers(frozenset({"user:b"})))
+        request = SearchRequest(query="green tea", top_k=3)
+        first = await search(caller, embedder, tenant_id=tenant_id, request=request)
+        seen = {h.external_id for h in first.hits}
+        assert seen == ({"solar power", "wind power"} if listed else set(TOPICS))  # RLS
+        assert RECENT_SEARCHES.get(tenant_id) == (None if listed else 1)  # direct searches
+        await search(caller, embedder, tenant_id=tenant_id, request=request)
+        assert RECENT_SEARCHES.get(tenant_id) == (1 if listed else 2)
