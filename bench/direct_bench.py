@@ -49,7 +49,7 @@ import importlib
 import math
 import time
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager, nullcontext
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from typing import Any
 
 import numpy as np
@@ -83,51 +83,39 @@ COPIES = {"in the row (MAIN)": "main", "out of line (EXTERNAL)": "external"}
 
 
 @contextmanager
-def previous_plans() -> Iterator[None]:
+def replaced(name: str, value: Any) -> Iterator[None]:
+    """`name` of the search module replaced by `value` for a while: the path as it was."""
+    saved = getattr(SEARCH, name)
+    setattr(SEARCH, name, value)
+    try:
+        yield
+    finally:
+        setattr(SEARCH, name, saved)
+
+
+def previous_plans() -> AbstractContextManager[None]:
     """The direct path as it was: the statement every tenant shares, planned at each run."""
-    saved = SEARCH._keeps_plan
-    SEARCH._keeps_plan = lambda _tenant_id: False
-    try:
-        yield
-    finally:
-        SEARCH._keeps_plan = saved
+    return replaced("_keeps_plan", lambda _tenant_id: False)
 
 
-@contextmanager
-def shortfall_by_statement() -> Iterator[None]:
+def shortfall_by_statement() -> AbstractContextManager[None]:
     """Every short answer explained by explain_shortfall's own transaction, as before."""
-    saved = SEARCH.threshold_shortfall
-    SEARCH.threshold_shortfall = lambda *_args: None
-    try:
-        yield
-    finally:
-        SEARCH.threshold_shortfall = saved
+    return replaced("threshold_shortfall", lambda *_args: None)
 
 
-@contextmanager
-def commit_before_answer() -> Iterator[None]:
+def commit_before_answer() -> AbstractContextManager[None]:
     """The direct transaction as it was: committed before the search returns."""
-    saved = SEARCH.scoped_connection
+    scoped = SEARCH.scoped_connection
 
     def inline(*args: Any, **kwargs: Any) -> Any:
-        return saved(*args, **{**kwargs, "read_only": False})
+        return scoped(*args, **{**kwargs, "read_only": False})
 
-    SEARCH.scoped_connection = inline
-    try:
-        yield
-    finally:
-        SEARCH.scoped_connection = saved
+    return replaced("scoped_connection", inline)
 
 
-@contextmanager
-def session_first() -> Iterator[None]:
+def session_first() -> AbstractContextManager[None]:
     """A search as a tenant's first was before: its own session (the probe, the count)."""
-    saved = SEARCH._direct
-    SEARCH._direct = lambda _request: False
-    try:
-        yield
-    finally:
-        SEARCH._direct = saved
+    return replaced("_direct", lambda _request: False)
 
 
 def forget_tenants() -> None:
