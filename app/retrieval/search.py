@@ -45,7 +45,7 @@ from app.db.indexes import by_dedicated_index_size
 from app.db.models import Chunk, Collection, Document
 from app.db.scoped import scoped_connection
 from app.db.statements import Compiled, compiled, with_constants
-from app.db.tenancy import SessionMaker, Setting, readers_of_sessions, tenant_transaction
+from app.db.tenancy import SessionMaker, Setting, tenant_transaction
 from app.embeddings import Embedder
 from app.observability.metrics import observe_search
 from app.retrieval.access import AccessCounter
@@ -58,7 +58,7 @@ from app.retrieval.visibility import (
     Remembered,
     Scope,
     access_lists_matter,
-    known_plan,
+    direct_plan,
     visible_scope,
 )
 
@@ -129,13 +129,12 @@ async def search(
     started = time.perf_counter()
     vector = await embedder.embed_query(request.query)
     embedded = time.perf_counter()
-    exact = _plan(sessions, tenant_id, embedder.model_id)
-    if exact is None and _direct(request):
-        # a tenant not probed lately: whether it has access lists (remembered); without any,
-        # the plan is known and this search goes direct too
-        await access_lists_matter(sessions, tenant_id)
-        exact = _plan(sessions, tenant_id, embedder.model_id)
-    if _direct(request) and exact is not None:
+    exact = (
+        await direct_plan(sessions, tenant_id=tenant_id, model=embedder.model_id)
+        if _direct(request)
+        else None
+    )
+    if exact is not None:
         # RLS filters by the caller's principals (set with the tenant); a caller who may see
         # only a few chunks of the tenant gets them exactly (visibility.py). A caller not
         # counted yet in a tenant with access lists goes the session's way once, where the
@@ -195,11 +194,6 @@ async def search(
     if access is not None:
         access.record(tenant_id, [hit.document_id for hit in hits])
     return SearchOutcome(hits, total, embedder.model_id, timings, shortfall)
-
-
-def _plan(sessions: SessionMaker, tenant_id: str, model: str) -> bool | None:
-    """Whether the caller's vector search is exact, when known without a query."""
-    return known_plan(readers_of_sessions(sessions), tenant_id=tenant_id, model=model)
 
 
 def _direct(request: SearchRequest) -> bool:

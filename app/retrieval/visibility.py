@@ -179,6 +179,18 @@ def known_plan(readers: Readers, *, tenant_id: str, model: str) -> bool | None:
     return None if visible is None else visible <= SMALL_VISIBLE
 
 
+async def direct_plan(sessions: SessionMaker, *, tenant_id: str, model: str) -> bool | None:
+    """`known_plan` for the readers of `sessions`, after the probe for access lists when the
+    tenant's answer is not remembered (a tenant without lists needs no count, so its plan is
+    then known). None: the caller must be counted first (`visible_scope`)."""
+    readers = readers_of_sessions(sessions)
+    plan = known_plan(readers, tenant_id=tenant_id, model=model)
+    if plan is None:
+        await access_lists_matter(sessions, tenant_id)  # remembered: a query at most
+        plan = known_plan(readers, tenant_id=tenant_id, model=model)
+    return plan
+
+
 async def visible_scope(
     session: AsyncSession, *, tenant_id: str, model: str, nearest: bool, listed: bool
 ) -> Scope:
