@@ -136,7 +136,7 @@ class Settings(BaseSettings):
 
     # search
     search_threshold_default: float | None = Field(default=None, ge=0.0, le=1.0)
-    # None: chosen per search from the size of the index it uses (app/retrieval/search.py)
+    # None: chosen per search from the size of the index it uses (app/retrieval/planning.py)
     search_ef_search_default: int | None = Field(default=None, ge=1, le=1000)
     search_candidates: int = Field(default=40, ge=1, le=1000)
     search_rrf_k: int = Field(default=60, ge=1)

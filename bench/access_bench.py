@@ -60,7 +60,7 @@ from app.db.indexes import (
 )
 from app.db.tenancy import reading_as
 from app.permissions import Readers
-from app.retrieval.search import SearchMode, SearchRequest, search
+from app.retrieval import SearchMode, SearchRequest, search
 from app.retrieval.visibility import Scope
 
 # the module (app.retrieval re-exports its function under the same name)
@@ -261,20 +261,20 @@ def visibility_plan(enabled: bool) -> Iterator[None]:
     """Off: without app/retrieval/visibility.py (no access condition for the planner, no
     exact plan for small visible sets): every vector search walks the HNSW index on the
     direct path, RLS and iterative scans alone."""
-    originals = search_module.visible_scope, search_module.known_plan
+    originals = search_module.visible_scope, search_module.direct_plan
     if not enabled:
 
         async def nothing(*args: object, **kwargs: object) -> Scope:
             return Scope([])
 
-        def graph(*args: object, **kwargs: object) -> bool:
+        async def graph(*args: object, **kwargs: object) -> bool:
             return False
 
-        search_module.visible_scope, search_module.known_plan = nothing, graph
+        search_module.visible_scope, search_module.direct_plan = nothing, graph
     try:
         yield
     finally:
-        search_module.visible_scope, search_module.known_plan = originals
+        search_module.visible_scope, search_module.direct_plan = originals
 
 
 async def measure(

@@ -75,7 +75,7 @@ from search_bench import (
 
 from app.db.settings_sql import scope_message
 from app.db.tenancy import SessionMaker, transaction_settings
-from app.retrieval import SearchRequest, search, visibility
+from app.retrieval import SearchRequest, nearest, planning, search, visibility
 from app.retrieval.visibility import ListedTenants, Remembered, VisibleCounts
 
 SEARCH = importlib.import_module("app.retrieval.search")  # the module: `search` is its function
@@ -95,7 +95,7 @@ def replaced(name: str, value: Any) -> Iterator[None]:
 
 def previous_plans() -> AbstractContextManager[None]:
     """The direct path as it was: the statement every tenant shares, planned at each run."""
-    return replaced("_keeps_plan", lambda _tenant_id: False)
+    return replaced("keeps_plan", lambda _tenant_id: False)
 
 
 def shortfall_by_statement() -> AbstractContextManager[None]:
@@ -122,7 +122,7 @@ def forget_tenants() -> None:
     """Nothing remembered of any tenant: the next search of each is its first."""
     visibility.LISTED = ListedTenants()
     visibility.COUNTS = VisibleCounts()
-    SEARCH.RECENT_SEARCHES = Remembered()
+    planning.RECENT_SEARCHES = Remembered()
 
 
 async def first_searches(
@@ -363,11 +363,11 @@ async def cold_part(
         try:
             for i, tenant_id in enumerate(tenants):
                 request = SearchRequest(query="-", top_k=10, threshold=0.3)
-                settings = SEARCH.direct_settings(request, tenant_id, False, kept)
+                settings = planning.direct_settings(request, tenant_id, False, kept)
                 scope = scope_message(
                     "BEGIN", transaction_settings({"tenant_id": tenant_id, "settings": settings})
                 )
-                statement, arguments = SEARCH.direct_statement(
+                statement, arguments = nearest.direct_statement(
                     vectors[i % len(vectors)], tenant_id, model, request, kept=kept
                 )
                 for run in ("first run", "second run"):

@@ -49,7 +49,7 @@ def create_engine(
         pool_recycle=1800,
         # The connection used last goes out first: at low concurrency the same few
         # connections serve the requests, with their prepared statements and the plans kept
-        # for them (search.py) warm, and the others are left to be recycled.
+        # for them (app/retrieval/planning.py) warm, and the others are left to be recycled.
         pool_use_lifo=True,
         poolclass=MeteredPool,
         hide_parameters=True,

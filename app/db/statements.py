@@ -4,7 +4,7 @@ A hot path sends a statement SQLAlchemy compiled once (`compiled`: positional `$
 placeholders, asyncpg's dialect) straight to asyncpg, which prepares it once per connection.
 `with_constants` writes some of its parameters in as SQL constants (strings quoted as
 literals, integers as digits): the result is a statement of its own, whose generic plan sees
-them, e.g. the tenant a partial index is for (app/retrieval/search.py). The rest keep their
+them, e.g. the tenant a partial index is for (app/retrieval/nearest.py). The rest keep their
 names, numbered again in order of first use (a parameter used twice keeps one number).
 """
 

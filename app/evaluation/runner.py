@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from app.evaluation.metrics import Scores, score_run
 from app.retrieval.fusion import FusionMethod
-from app.retrieval.search import SearchMode
+from app.retrieval.requests import SearchMode
 
 
 @dataclass(frozen=True, slots=True)

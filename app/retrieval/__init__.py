@@ -5,8 +5,9 @@ from app.retrieval.context import ContextOutcome, retrieve_context
 from app.retrieval.fetch import Fetched, fetch_item
 from app.retrieval.filters import MetadataCondition, SearchFilters
 from app.retrieval.fusion import FusionMethod, fuse, weighted_fuse
-from app.retrieval.requests import search_request
-from app.retrieval.search import Hit, SearchMode, SearchOutcome, SearchRequest, search
+from app.retrieval.hits import Hit, SearchOutcome
+from app.retrieval.requests import SearchMode, SearchRequest, search_request
+from app.retrieval.search import search
 from app.retrieval.shortfall import Shortfall, ShortfallReason
 
 __all__ = [

@@ -22,7 +22,9 @@ from app.citations import (
 from app.db.tenancy import SessionMaker
 from app.embeddings import Embedder
 from app.retrieval.access import AccessCounter
-from app.retrieval.search import Hit, SearchOutcome, SearchRequest, search
+from app.retrieval.hits import Hit, SearchOutcome
+from app.retrieval.requests import SearchRequest
+from app.retrieval.search import search
 
 
 @dataclass(frozen=True, slots=True)

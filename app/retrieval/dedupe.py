@@ -39,7 +39,7 @@ from app.db.models import Collection, Document
 from app.db.tenancy import SessionMaker, tenant_transaction
 from app.errors import Unprocessable
 from app.observability.metrics import DEDUPE_REMOVED, DEDUPE_RUNS
-from app.retrieval.search import index_settings
+from app.retrieval.planning import index_settings
 
 NEIGHBOURS = 10
 # ef_search of the probes, at least (a request may ask for more). bench/similar_bench.py: at

@@ -20,7 +20,7 @@ from app.citations import CitationGenerator
 from app.db.models import Chunk, Collection, Document
 from app.db.tenancy import SessionMaker, tenant_transaction
 from app.errors import NotFound
-from app.retrieval.search import Hit
+from app.retrieval.hits import Hit
 
 MAX_DOCUMENT_CHARS = 200_000  # a whole document is cut here (`truncated`)
 PARAGRAPH = "\n\n"

@@ -1,4 +1,5 @@
-"""A search as a door asks for it, with the service's limits and defaults applied.
+"""A search as a door asks for it (`SearchRequest`), with the service's limits and defaults
+applied.
 
 Every door (POST /api/rag/search and /context, the MCP tools, `rag search`) builds its
 `SearchRequest` here, so the same inputs give the same search: the query-length limit, the
@@ -8,13 +9,42 @@ configured index and fusion parameters.
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
+from enum import StrEnum
+
 from app.embeddings.thresholds import default_threshold
 from app.errors import Unprocessable
 from app.retrieval.bm25 import Bm25Params
 from app.retrieval.filters import SearchFilters
 from app.retrieval.fusion import FusionMethod
-from app.retrieval.search import SearchMode, SearchRequest
 from app.settings import Settings
+
+
+class SearchMode(StrEnum):
+    VECTOR = "vector"
+    KEYWORD = "keyword"
+    HYBRID = "hybrid"
+
+
+@dataclass(frozen=True, slots=True)
+class SearchRequest:
+    query: str
+    mode: SearchMode = SearchMode.VECTOR
+    top_k: int = 5
+    threshold: float | None = None
+    filters: SearchFilters = field(default_factory=SearchFilters)
+    ef_search: int | None = None  # None: by the size of the tenant's index (planning.py)
+    rrf_k: int = 60
+    candidates: int = 40  # over-fetch per ranking, at least top_k
+    bm25: Bm25Params = field(default_factory=Bm25Params)
+    fusion: FusionMethod = FusionMethod.WEIGHTED
+    vector_weight: float = 0.6  # weighted fusion: the vector leg's share
+    diversity: float | None = None  # MMR's lambda in (0, 1]; None or 0: ranking order
+
+    @property
+    def fetch(self) -> int:
+        """Candidates per ranking: `candidates`, at least `top_k`."""
+        return max(self.candidates, self.top_k)
 
 
 def search_request(

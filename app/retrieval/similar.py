@@ -30,15 +30,10 @@ from app.db.tenancy import SessionMaker, tenant_transaction
 from app.errors import NotFound
 from app.retrieval.access import AccessCounter
 from app.retrieval.filters import SearchFilters, conditions
-from app.retrieval.search import (
-    SOURCE_COLUMNS,
-    Hit,
-    SearchRequest,
-    _hit,
-    _with_sources,
-    index_settings,
-    nearest_hits,
-)
+from app.retrieval.hits import SOURCE_COLUMNS, Hit, hit_of, with_sources
+from app.retrieval.nearest import nearest_hits
+from app.retrieval.planning import index_settings
+from app.retrieval.requests import SearchRequest
 from app.retrieval.visibility import access_lists_matter, visible_scope
 
 SHARED_COLLECTION = "shared"
@@ -122,7 +117,9 @@ async def similar_to_chunk(
             ef_search=request.ef_search,
             candidates=request.candidates,
         )
-        hits, _passed = await nearest_hits(session, row.embedding, where, search, scope.exact)
+        hits, _passed, _measured = await nearest_hits(
+            session, row.embedding, where, search, scope.exact
+        )
     return _counted(SimilarOutcome(item_id=chunk_id, kind="chunk", similar=hits), tenant_id, access)
 
 
@@ -262,7 +259,7 @@ async def _best_chunks(
     )
     best = select(ranked.c.id).where(ranked.c.rank == 1).cte("best").prefix_with("MATERIALIZED")
     similarity = (literal(1.0) - distance).label("similarity")
-    stmt = _with_sources(
+    stmt = with_sources(
         select(similarity, *SOURCE_COLUMNS).join_from(best, Chunk, Chunk.id == best.c.id)
     )
     rows: dict[uuid.UUID, Any] = {
@@ -272,6 +269,6 @@ async def _best_chunks(
     for document_id, document_similarity in documents:
         if (row := rows.get(document_id)) is not None:
             # `similarity` is the documents'; `score` the best chunk's to the given document.
-            chunk = _hit(row, score=float(row["similarity"]))
+            chunk = hit_of(row, score=float(row["similarity"]))
             hits.append(replace(chunk, similarity=round(document_similarity, 6)))
     return hits

@@ -15,7 +15,7 @@ iterative scan, took ~80 ms for ~0.8 recall. In a tenant with access lists (one 
 for a caller who sees at most `SMALL_VISIBLE` chunks of the tenant (a bounded count through
 the same policies, kept `COUNT_TTL_SECONDS` per tenant, model and set of principals: a plan
 choice, never a result) the vector statements order by an expression no index answers
-(search.py `_candidates`), which leaves the planner that plan. Larger visible sets walk the
+(nearest.py `_candidates`), which leaves the planner that plan. Larger visible sets walk the
 HNSW index as every other search does. Measured in bench/access_bench.py
 (docs/BENCHMARKS.md, "Search under document permissions").
 """
@@ -210,7 +210,7 @@ async def visible_scope(
     if nearest and listed:
         visible = await COUNTS.count(session, tenant_id=tenant_id, model=model, readers=readers)
         exact = visible <= SMALL_VISIBLE
-        if exact:  # as the direct path's exact plan (search.py `_index_settings`)
+        if exact:  # as the direct path's exact plan (planning.py `search_settings`)
             await session.execute(EXACT_PLAN)
     unrestricted = select(Chunk.id).where(Chunk.tenant_id == tenant_id, Chunk.access == [])
     if readers.principals and not await session.scalar(select(unrestricted.exists())):

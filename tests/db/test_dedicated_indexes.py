@@ -29,13 +29,8 @@ from app.db.tenancy import SessionMaker, tenant_transaction
 from app.ingest.documents import DocumentInput, ingest_documents
 from app.ingest.parsing import SourceType
 from app.retrieval import SearchRequest, search
-from app.retrieval.search import (
-    EF_SHARED,
-    EF_STEPS,
-    _index_settings,
-    direct_statement,
-    index_settings,
-)
+from app.retrieval.nearest import direct_statement
+from app.retrieval.planning import EF_SHARED, EF_STEPS, index_settings, search_settings
 from tests.conftest import (
     OWNER_PASSWORD,
     DatabaseUrls,
@@ -114,7 +109,7 @@ async def vector_plan(engine: AsyncEngine, sessions: SessionMaker, tenant_id: st
     request = SearchRequest(query="otter badger", top_k=5)
     vector = await embedder.embed_query(request.query)
     compiled, arguments = direct_statement(vector, tenant_id, embedder.model_id, request)
-    settings = {**_index_settings(request, tenant_id), "enable_sort": "off"}
+    settings = {**search_settings(request, tenant_id), "enable_sort": "off"}
     async with scoped_connection(sessions, tenant_id, settings=settings) as driver:
         rows = await driver.fetch(f"EXPLAIN (COSTS OFF) {compiled.sql}", *arguments)
     return "\n".join(row[0] for row in rows)

@@ -23,13 +23,10 @@ from app.ingest.documents import DocumentInput, ingest_documents
 from app.ingest.parsing import SourceType
 from app.permissions import Readers
 from app.retrieval.filters import SearchFilters
-from app.retrieval.search import (
-    RECENT_SEARCHES,
-    SearchRequest,
-    _nearest_hits,
-    _where,
-    search,
-)
+from app.retrieval.nearest import nearest_hits
+from app.retrieval.planning import RECENT_SEARCHES
+from app.retrieval.requests import SearchRequest
+from app.retrieval.search import _where, search
 from app.settings import Settings
 from tests.conftest import registered_tenant, small_chunker
 from tests.fakes import WordHashEmbedder
@@ -306,7 +303,7 @@ async def test_the_direct_search_equals_the_session_search(
         direct = await search(one_connection, embedder, tenant_id=tenant_id, request=request)
         async with tenant_transaction(one_connection, tenant_id) as session:
             where = _where(tenant_id, embedder.model_id, request, [])
-            expected, total, _measured = await _nearest_hits(
+            expected, total, _measured = await nearest_hits(
                 session, await embedder.embed_query("solar power"), where, request
             )
         assert direct.hits == expected

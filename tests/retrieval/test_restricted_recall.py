@@ -147,7 +147,7 @@ async def test_the_exact_plan_never_walks_a_graph(
     restricted: tuple[SessionMaker, str, Matrix, list[uuid.UUID]],
 ) -> None:
     """Ordered by the distance itself, the query walks an HNSW graph; ordered by `distance +
-    0` (the exact plan, search.py `_candidates`), never: every visible row is measured. Which
+    0` (the exact plan, nearest.py `_candidates`), never: every visible row is measured. Which
     index then reads the visible rows is the planner's choice by cost (at 100k chunks, the GIN
     index on `access` through the policy's arms, migration 0009: docs/BENCHMARKS.md)."""
     sessions, tenant_id, vectors, _ids = restricted

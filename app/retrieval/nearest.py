@@ -1,0 +1,200 @@
+"""The nearest chunks to a vector, in one statement: the nearest candidates from an HNSW index
+inside a MATERIALIZED CTE ordered by distance, then the threshold (in the WHERE clause it
+would turn the search into a sequential scan), a window count of what passed, and the best
+`top_k` joined to their documents and collections.
+
+Which index answers is the planner's choice, made with the tenant as a constant: the btree on
+`tenant_id` for small tenants (exact), the tenant's dedicated HNSW index (app/db/indexes.py),
+else the shared HNSW index, where `hnsw.iterative_scan = relaxed_order` keeps scanning while
+filters (tenant via RLS, collections, metadata) drop candidates (planning.py sets both).
+
+Two ways to send it: built per request by SQLAlchemy in an ORM session (`nearest_hits`,
+filters and access conditions of any shape), or compiled once for the driver's own
+connection (`direct_statement`, `direct_hits`: the commonest request, no filters), either the
+statement every tenant shares (the tenant a parameter) or a tenant's own (the tenant, the
+model and the limits written in as constants, planning.py says why).
+"""
+
+from __future__ import annotations
+
+import functools
+import uuid
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import asyncpg
+from sqlalchemy import ColumnElement, Float, Integer, bindparam, func, literal, select, true
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from app.db.models import Chunk
+from app.db.statements import Compiled, compiled, with_constants
+from app.retrieval.hits import SOURCE_COLUMNS, Hit, hit_of, ordered, with_sources
+from app.retrieval.requests import SearchRequest
+
+
+async def nearest_scored(
+    session: AsyncSession,
+    vector: list[float],
+    where: Sequence[ColumnElement[bool]],
+    request: SearchRequest,
+    exact: bool,
+) -> list[tuple[uuid.UUID, float]]:
+    """(chunk id, similarity) of every candidate that passed the threshold, nearest first."""
+    passed = _candidates(vector, where, request.fetch, request.threshold, exact).subquery()
+    stmt = select(passed.c.id, passed.c.similarity).order_by(passed.c.distance, passed.c.id)
+    return [(row.id, float(row.similarity)) for row in await session.execute(stmt)]
+
+
+async def nearest_hits(
+    session: AsyncSession,
+    vector: list[float],
+    where: Sequence[ColumnElement[bool]],
+    request: SearchRequest,
+    exact: bool = False,
+) -> tuple[list[Hit], int, int]:
+    """The best `request.top_k` chunks near `vector` passing `where` and the threshold (from
+    the HNSW index, or `exact`ly), how many candidates passed, and how many were measured
+    before the threshold."""
+    stmt = _nearest_statement(vector, where, request.fetch, request.threshold, request.top_k, exact)
+    rows = [row._mapping for row in await session.execute(stmt)]
+    return _ranked_hits(rows)
+
+
+async def direct_hits(
+    connection: asyncpg.Connection[Any], statement: Compiled, arguments: list[Any]
+) -> tuple[list[Hit], int, int]:
+    """`nearest_hits` without filters (`direct_statement`), on the driver connection, the rows
+    read as the driver returns them."""
+    records = await connection.fetch(statement.sql, *arguments)
+    return _ranked_hits([dict(zip(statement.columns, record, strict=True)) for record in records])
+
+
+def direct_statement(
+    vector: list[float],
+    tenant_id: str,
+    model: str,
+    request: SearchRequest,
+    exact: bool = False,
+    kept: bool = True,
+) -> tuple[Compiled, list[Any]]:
+    """The direct path's SQL and its positional arguments (EXPLAIN in tests sends them too):
+    the tenant's own statement (`kept`), or the one every tenant shares."""
+    with_threshold = request.threshold is not None
+    values: dict[str, Any] = {"vector": vector, "threshold": request.threshold}
+    if kept:
+        statement = _tenant_statement(
+            with_threshold, exact, tenant_id, model, request.fetch, request.top_k
+        )
+    else:
+        statement = _compiled_nearest(with_threshold, exact)
+        values |= {
+            "tenant": tenant_id,
+            "model": model,
+            "fetch": request.fetch,
+            "top_k": request.top_k,
+        }
+    return statement, statement.arguments(values)
+
+
+def _candidates(
+    vector: Any,
+    where: Sequence[ColumnElement[bool]],
+    fetch: Any,
+    threshold: Any | None,
+    exact: bool = False,
+) -> Any:
+    """The nearest `fetch` rows by the HNSW index, materialized, then the threshold: a
+    threshold in the index scan's own WHERE would make the planner give up the index. The
+    values may be bound parameters (the direct path compiles the statement once). `exact`:
+    ordered by `distance + 0`, which no index answers, so every row passing `where` is
+    measured (a small visible set, read from its access lists' index: visibility.py)."""
+    return _passed(_nearest_rows(vector, where, fetch, exact), threshold)
+
+
+def _nearest_rows(
+    vector: Any, where: Sequence[ColumnElement[bool]], fetch: Any, exact: bool
+) -> Any:
+    distance = Chunk.embedding.cosine_distance(vector)
+    return (
+        select(Chunk.id.label("id"), distance.label("distance"))
+        .where(*where)
+        .order_by(distance + 0 if exact else distance)
+        .limit(fetch)
+        .cte("nearest")
+        .prefix_with("MATERIALIZED")
+    )
+
+
+def _passed(nearest: Any, threshold: Any | None) -> Any:
+    similarity = (literal(1.0) - nearest.c.distance).label("similarity")
+    passed = select(nearest.c.id, nearest.c.distance, similarity)
+    if threshold is not None:
+        passed = passed.where(similarity >= threshold)
+    return passed
+
+
+def _nearest_statement(
+    vector: Any,
+    where: Sequence[ColumnElement[bool]],
+    fetch: Any,
+    threshold: Any,
+    top_k: Any,
+    exact: bool = False,
+) -> Any:
+    """Always one row at least: `candidates` (the rows measured before the threshold) beside
+    the best `top_k` with their sources, or beside NULLs when none passed."""
+    nearest = _nearest_rows(vector, where, fetch, exact)
+    passed = _passed(nearest, threshold).subquery()
+    best = (
+        select(passed.c.id, passed.c.similarity, func.count().over().label("passed"))
+        .order_by(passed.c.distance, passed.c.id)
+        .limit(top_k)
+        .cte("best")
+        .prefix_with("MATERIALIZED")
+    )
+    hits = with_sources(
+        select(best.c.passed, best.c.similarity, *SOURCE_COLUMNS).join_from(
+            best, Chunk, Chunk.id == best.c.id
+        )
+    ).subquery("hits")
+    measured = select(func.count().label("candidates")).select_from(nearest).subquery("measured")
+    return select(measured.c.candidates, hits).select_from(measured.outerjoin(hits, true()))
+
+
+def _ranked_hits(rows: Sequence[Mapping[Any, Any]]) -> tuple[list[Hit], int, int]:
+    """The hits, how many candidates passed the threshold, how many were measured."""
+    found = [row for row in rows if row["id"] is not None]
+    hits = [hit_of(row, score=float(row["similarity"])) for row in found]
+    return ordered(hits), (found[0]["passed"] if found else 0), rows[0]["candidates"]
+
+
+@functools.cache
+def _compiled_nearest(with_threshold: bool, exact: bool) -> Compiled:
+    """The vector statement with named parameters, compiled once for asyncpg."""
+    where = [Chunk.tenant_id == bindparam("tenant"), Chunk.embedding_model == bindparam("model")]
+    return compiled(
+        _nearest_statement(
+            bindparam("vector", type_=Chunk.embedding.type),
+            where,
+            bindparam("fetch", type_=Integer),
+            bindparam("threshold", type_=Float) if with_threshold else None,
+            bindparam("top_k", type_=Integer),
+            exact,
+        )
+    )
+
+
+@functools.lru_cache(maxsize=4096)
+def _tenant_statement(
+    with_threshold: bool, exact: bool, tenant_id: str, model: str, fetch: int, top_k: int
+) -> Compiled:
+    """The vector statement with the tenant, the model and the limits written in as constants
+    (a statement of its own per tenant, whose generic plan sees them), the vector and the
+    threshold left as parameters."""
+    constants: dict[str, str | int] = {
+        "tenant": tenant_id,
+        "model": model,
+        "fetch": fetch,
+        "top_k": top_k,
+    }
+    return with_constants(_compiled_nearest(with_threshold, exact), constants)

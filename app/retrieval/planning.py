@@ -1,0 +1,86 @@
+"""How a search's transaction is set for the planner and the HNSW index: `hnsw.ef_search` by
+the size of the index the tenant's search uses, iterative scans, the plan cache mode, and which
+tenants get a statement of their own whose plan is kept.
+
+All of them are transaction-local settings (app/db/settings_sql.py): they end with the
+search's transaction and never leak to the next user of a pooled connection. asyncpg prepares
+statements, and a generic plan of a statement with the tenant as a parameter cannot see the
+tenant: it sorts every row of the tenant instead of using an HNSW index, and it could never
+pick a tenant's dedicated (partial) index. Statements with the tenant as a parameter are
+therefore planned at every run (`force_custom_plan`). A tenant searched again and again gets a
+direct vector statement of its own instead (nearest.py: the tenant, the model and the limits
+written in as constants), whose plan is made once per connection and kept
+(`force_generic_plan`): planning was 0.9-1.4 ms of every search. A kept plan is made again when
+the table's statistics or indexes change (ANALYZE, a dedicated index created or dropped), as a
+custom plan would see them.
+"""
+
+from __future__ import annotations
+
+from app.db.indexes import by_dedicated_index_size
+from app.db.tenancy import Setting
+from app.retrieval.requests import SearchMode, SearchRequest
+from app.retrieval.visibility import Remembered
+
+# Automatic ef_search (docs/BENCHMARKS.md, "Recall by default"): HNSW needs a longer
+# candidate list for the same recall as its graph grows. (index rows below, ef_search) for a
+# tenant's dedicated index; the largest graphs get EF_LARGEST; a tenant without one searches
+# the shared index filtered by iterative scans (or the btree, exactly, when it is small).
+EF_STEPS = ((20_000, 100), (200_000, 160))
+EF_LARGEST = 300
+EF_SHARED = 100
+CUSTOM, GENERIC = "force_custom_plan", "force_generic_plan"
+
+# A tenant's own statement costs a prepare and a plan on its first run on a connection
+# (+0.8 ms) and saves the plan (0.8 ms) on every later run (docs/BENCHMARKS.md, "Vectors in
+# the row, plans kept per tenant", table 5): a tenant gets it from its KEEP_PLAN_FROM-th
+# direct search within the memory's five minutes; until then, the statement every tenant
+# shares, planned at each run.
+KEEP_PLAN_FROM = 3
+RECENT_SEARCHES: Remembered[str, int] = Remembered()
+
+
+def index_settings(ef_search: int | None, tenant_id: str) -> dict[str, Setting]:
+    """Every HNSW query (search, similar, dedupe) runs under them: the recall guarantees are
+    the same everywhere. `ef_search` None: chosen by the server from the size of the index
+    the tenant's search uses, in the statement that opens the transaction."""
+    ef: Setting = (
+        str(ef_search)
+        if ef_search is not None
+        else by_dedicated_index_size(tenant_id, EF_STEPS, largest=EF_LARGEST, shared=EF_SHARED)
+    )
+    return {
+        "hnsw.ef_search": ef,
+        "hnsw.iterative_scan": "relaxed_order",
+        "plan_cache_mode": CUSTOM,
+    }
+
+
+def search_settings(
+    request: SearchRequest, tenant_id: str, *, exact: bool = False
+) -> dict[str, Setting]:
+    """A search's. Keyword and hybrid also turn sequential scans off: the planner does not
+    cost reading every row's tsvector out of TOAST for `@@`, and picks a sequential scan for a
+    term in a sixth of the rows where the GIN bitmap (exact for plain terms, no recheck) is
+    several times faster. So does the exact plan of a small visible set: the policy's access
+    arms read it from their indexes, which the planner costs from table-wide estimates close
+    to a scan of the whole table."""
+    settings = index_settings(request.ef_search, tenant_id)
+    if request.mode is not SearchMode.VECTOR or exact:
+        settings["enable_seqscan"] = "off"
+    return settings
+
+
+def direct_settings(
+    request: SearchRequest, tenant_id: str, exact: bool, kept: bool
+) -> dict[str, Setting]:
+    """The direct path's: the search's, with the tenant's own statement (`kept`) planned once
+    per connection."""
+    settings = search_settings(request, tenant_id, exact=exact)
+    return settings | {"plan_cache_mode": GENERIC} if kept else settings
+
+
+def keeps_plan(tenant_id: str) -> bool:
+    """Counts this search of `tenant_id`: whether it uses the tenant's own statement."""
+    searches = RECENT_SEARCHES.put(tenant_id, (RECENT_SEARCHES.get(tenant_id) or 0) + 1)
+    return searches >= KEEP_PLAN_FROM
