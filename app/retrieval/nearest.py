@@ -57,7 +57,7 @@ async def nearest_hits(
     before the threshold."""
     stmt = _nearest_statement(vector, where, request.fetch, request.threshold, request.top_k, exact)
     rows = [row._mapping for row in await session.execute(stmt)]
-    return _ranked_hits(rows)
+    return ranked_hits(rows)
 
 
 async def direct_hits(
@@ -66,7 +66,7 @@ async def direct_hits(
     """`nearest_hits` without filters (`direct_statement`), on the driver connection, the rows
     read as the driver returns them."""
     records = await connection.fetch(statement.sql, *arguments)
-    return _ranked_hits([dict(zip(statement.columns, record, strict=True)) for record in records])
+    return ranked_hits([dict(zip(statement.columns, record, strict=True)) for record in records])
 
 
 def direct_statement(
@@ -161,7 +161,7 @@ def _nearest_statement(
     return select(measured.c.candidates, hits).select_from(measured.outerjoin(hits, true()))
 
 
-def _ranked_hits(rows: Sequence[Mapping[Any, Any]]) -> tuple[list[Hit], int, int]:
+def ranked_hits(rows: Sequence[Mapping[Any, Any]]) -> tuple[list[Hit], int, int]:
     """The hits, how many candidates passed the threshold, how many were measured."""
     found = [row for row in rows if row["id"] is not None]
     hits = [hit_of(row, score=float(row["similarity"])) for row in found]
