@@ -49,7 +49,7 @@ from app.db.migrate import migrate
 from app.db.tenancy import SessionMaker, registry_transaction
 from app.embeddings.local import LocalEmbedder
 from app.ingest.chunking import Chunker
-from app.ingest.documents import DocumentInput, _prepare
+from app.ingest.inputs import DocumentInput, prepare
 from app.ingest.parsing import Parser, SourceType
 from app.settings import EmbeddingProvider, Settings
 from app.tenants import create_tenant
@@ -270,10 +270,10 @@ class PreparedDoc:
 
 
 def prepare_corpus(docs: Sequence[CorpusDoc], chunker: Chunker) -> list[PreparedDoc]:
-    """Parse and chunk as `ingest_document` does (its own `_prepare`, so the texts match)."""
+    """Parse and chunk as `ingest_document` does (its own `prepare`, so the texts match)."""
     out = []
     for doc in docs:
-        prepared = _prepare(corpus_input(doc), chunker, Parser())
+        prepared = prepare(corpus_input(doc), chunker, Parser())
         out.append(
             PreparedDoc(
                 doc,

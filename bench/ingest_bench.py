@@ -65,7 +65,8 @@ from sqlalchemy import text as sql
 from app.embeddings.local import LocalEmbedder
 from app.errors import AppError
 from app.ingest.chunking import Chunker
-from app.ingest.documents import DocumentInput, PrecomputedChunk, ingest_documents
+from app.ingest.documents import ingest_documents
+from app.ingest.inputs import DocumentInput, PrecomputedChunk
 from app.ingest.parsing import SourceType, parse_text
 from app.resources import build_chunker
 

@@ -56,7 +56,8 @@ from search_bench import serve
 
 from app.auth import issue_token
 from app.embeddings.local import LocalEmbedder
-from app.ingest.documents import IngestResult, ingest_documents
+from app.ingest.documents import ingest_documents
+from app.ingest.versions import IngestResult
 from app.resources import build_chunker
 
 TENANT = "bench-mcp"

@@ -52,7 +52,8 @@ from app.embeddings.local import LocalEmbedder
 from app.evaluation import EvalSetting, Scores, evaluate, read_beir, score_run
 from app.evaluation.beir import BeirDoc, BeirSet
 from app.evaluation.runner import first_documents
-from app.ingest.documents import DocumentInput, ingest_documents
+from app.ingest.documents import ingest_documents
+from app.ingest.inputs import DocumentInput
 from app.ingest.parsing import SourceType
 from app.resources import build_chunker
 from app.retrieval import (

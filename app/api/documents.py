@@ -34,7 +34,8 @@ from app.api.openapi import GATED, WITH_BODY, errors
 from app.db.tenancy import tenant_transaction
 from app.errors import AppError, PayloadTooLarge, Unprocessable
 from app.ingest.catalog import delete_document, get_document, list_documents, update_document
-from app.ingest.documents import DocumentInput, ingest_document, ingest_documents
+from app.ingest.documents import ingest_document, ingest_documents
+from app.ingest.inputs import DocumentInput
 from app.ingest.parsing import sniff_source_type
 from app.ingest.store import DEFAULT_COLLECTION
 from app.resources import Resources

@@ -21,9 +21,10 @@ from pydantic import (
 
 from app.errors import Unprocessable
 from app.ingest.catalog import DocumentChange, DocumentSummary
-from app.ingest.documents import DocumentInput, IngestResult, PrecomputedChunk
+from app.ingest.inputs import DocumentInput, PrecomputedChunk
 from app.ingest.parsing import SourceType
 from app.ingest.store import DEFAULT_COLLECTION
+from app.ingest.versions import IngestResult
 from app.permissions import MAX_ACCESS_PRINCIPALS, normalized_access
 from app.storable import PG_INT_MAX, storable, unstorable_reason
 

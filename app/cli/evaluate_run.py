@@ -19,7 +19,8 @@ from app.cli.settings import load_settings
 from app.errors import AppError
 from app.evaluation import BeirSet, EvalSetting, Scores, default_settings, evaluate, read_beir
 from app.evaluation.beir import BeirDoc
-from app.ingest.documents import DocumentInput, ingest_documents
+from app.ingest.documents import ingest_documents
+from app.ingest.inputs import DocumentInput
 from app.ingest.parsing import SourceType
 from app.retrieval import SearchFilters, search_request
 from app.retrieval import search as run_search

@@ -10,7 +10,8 @@ from app.cli.files import SourceFile
 from app.cli.services import Services
 from app.cli.views import Summary
 from app.errors import AppError, PayloadTooLarge, Unprocessable
-from app.ingest.documents import DocumentInput, ingest_documents
+from app.ingest.documents import ingest_documents
+from app.ingest.inputs import DocumentInput
 from app.ingest.parsing import sniff_source_type
 
 BATCH_FILES = 32  # files per call to the service

@@ -16,26 +16,19 @@ are written one transaction each, so only that document fails.
 
 from __future__ import annotations
 
-import hashlib
-import json
-import uuid
 from collections.abc import Sequence
-from dataclasses import dataclass, field
-from typing import Any
 
 import anyio
-import numpy as np
 from sqlalchemy.exc import DBAPIError
 
 from app.db.tenancy import SessionMaker, readers_of_sessions, tenant_transaction
 from app.embeddings import Embedder
 from app.errors import AppError, Conflict, Unprocessable
-from app.ingest.chunking import ChunkDraft, Chunker, embedded_text
-from app.ingest.parsing import ParsedDocument, Parser, SourceType
+from app.ingest.chunking import Chunker
+from app.ingest.inputs import DocumentInput, fingerprint, prepare_all, sha256
+from app.ingest.parsing import Parser
 from app.ingest.store import (
-    DEFAULT_COLLECTION,
     DocumentKey,
-    DocumentRow,
     NewVersion,
     StoredVersion,
     Written,
@@ -43,75 +36,16 @@ from app.ingest.store import (
     stored_versions,
     write_versions,
 )
+from app.ingest.versions import (
+    IngestResult,
+    Pending,
+    new_version,
+    unchanged_result,
+    written_result,
+)
 from app.observability.metrics import INGESTED_CHUNKS, INGESTED_DOCUMENTS
 
-TITLE_FALLBACK_CHARS = 80
 INLINE = Parser()  # default limits, PDFs read in the calling thread
-
-
-@dataclass(frozen=True, slots=True)
-class PrecomputedChunk:
-    """A chunk the caller embedded, with the model it declared."""
-
-    content: str
-    embedding: list[float]
-    page_number: int | None = None
-    section: tuple[str, ...] = ()
-
-
-@dataclass(frozen=True, slots=True)
-class DocumentInput:
-    content: str | bytes
-    source_type: SourceType
-    title: str | None = None
-    external_id: str | None = None
-    collection: str = DEFAULT_COLLECTION
-    source_url: str | None = None
-    metadata: dict[str, Any] = field(default_factory=dict)
-    chunks: Sequence[PrecomputedChunk] | None = None
-    embedding_model: str | None = None
-    access: tuple[str, ...] = ()  # normalized (app/permissions.py); empty: every member
-
-
-@dataclass(frozen=True, slots=True)
-class IngestResult:
-    document_id: uuid.UUID
-    external_id: str
-    collection: str
-    title: str
-    chunks: int
-    embedded: int
-    unchanged: int
-    created: bool
-    changed: bool
-    access: tuple[str, ...] = ()
-
-
-@dataclass(frozen=True, slots=True)
-class _Prepared:
-    title: str
-    drafts: list[ChunkDraft]
-    texts: list[str]  # what gets embedded, one per draft
-    hashes: list[str]
-
-
-def sha256(data: str | bytes) -> str:
-    return hashlib.sha256(data.encode() if isinstance(data, str) else data).hexdigest()
-
-
-@dataclass(frozen=True, slots=True)
-class _Pending:
-    """A document on its way through a batch."""
-
-    index: int  # in the caller's list
-    document: DocumentInput
-    prepared: _Prepared
-    external_id: str
-    content_hash: str
-
-    @property
-    def key(self) -> DocumentKey:
-        return (self.document.collection, self.external_id, self.document.access)
 
 
 async def ingest_document(
@@ -152,9 +86,9 @@ async def ingest_documents(
     documents had come one after the other. `parser` holds each document to the parse limits
     (app/ingest/parsing/limits.py); the service's reads PDFs in a killable sandbox."""
     outcomes: list[IngestResult | AppError | None] = [None] * len(documents)
-    prepared = await anyio.to_thread.run_sync(_prepare_all, documents, chunker, embedder, parser)
+    prepared = await anyio.to_thread.run_sync(prepare_all, documents, chunker, embedder, parser)
     readers = readers_of_sessions(sessions)
-    pending: list[_Pending] = []
+    pending: list[Pending] = []
     for index, (document, ready) in enumerate(zip(documents, prepared, strict=True)):
         if not isinstance(ready, AppError) and not readers.may_see(document.access):
             ready = Unprocessable(
@@ -166,8 +100,8 @@ async def ingest_documents(
             outcomes[index] = ready
             continue
         external_id = document.external_id or sha256(document.content)
-        content_hash = sha256(_fingerprint(document, ready.title, embedder.model_id))
-        pending.append(_Pending(index, document, ready, external_id, content_hash))
+        content_hash = sha256(fingerprint(document, ready.title, embedder.model_id))
+        pending.append(Pending(index, document, ready, external_id, content_hash))
     for round_ in _rounds(pending):
         for item, outcome in await _ingest_round(sessions, embedder, tenant_id, round_):
             outcomes[item.index] = outcome
@@ -186,9 +120,9 @@ def _count(outcomes: Sequence[IngestResult | AppError]) -> None:
     INGESTED_CHUNKS.inc(sum(o.chunks for o in written))
 
 
-def _rounds(pending: list[_Pending]) -> list[list[_Pending]]:
+def _rounds(pending: list[Pending]) -> list[list[Pending]]:
     """Split so that no round holds a document key twice; later copies go to later rounds."""
-    rounds: list[list[_Pending]] = []
+    rounds: list[list[Pending]] = []
     seen: dict[DocumentKey, int] = {}
     for item in pending:
         level = seen.get(item.key, -1) + 1
@@ -200,11 +134,11 @@ def _rounds(pending: list[_Pending]) -> list[list[_Pending]]:
 
 
 async def _ingest_round(
-    sessions: SessionMaker, embedder: Embedder, tenant_id: str, items: list[_Pending]
-) -> list[tuple[_Pending, IngestResult | AppError]]:
+    sessions: SessionMaker, embedder: Embedder, tenant_id: str, items: list[Pending]
+) -> list[tuple[Pending, IngestResult | AppError]]:
     model_id = embedder.model_id
-    done: list[tuple[_Pending, IngestResult | AppError]] = []
-    changed: list[_Pending] = []
+    done: list[tuple[Pending, IngestResult | AppError]] = []
+    changed: list[Pending] = []
     async with tenant_transaction(sessions, tenant_id) as session:
         previous = await stored_versions(session, [item.key for item in items])
         for item in items:
@@ -212,7 +146,7 @@ async def _ingest_round(
             if stored is None and (other := _under_other_access(item, previous)) is not None:
                 done.append((item, other))
             elif stored is not None and _is_unchanged(item, stored, model_id):
-                done.append((item, _unchanged(stored, item)))
+                done.append((item, unchanged_result(stored, item)))
             else:
                 changed.append(item)
         known = await reusable_vectors(
@@ -228,16 +162,19 @@ async def _ingest_round(
             done.append((item, failure))
         else:
             ready.append(item)
-    versions = [_new_version(item, {**known, **fresh}, model_id) for item in ready]
+    versions = [new_version(item, {**known, **fresh}, model_id) for item in ready]
     for item, outcome in await _write(sessions, tenant_id, ready, versions):
         done.append(
-            (item, _result(item, outcome, known) if isinstance(outcome, Written) else outcome)
+            (
+                item,
+                written_result(item, outcome, known) if isinstance(outcome, Written) else outcome,
+            )
         )
     return done
 
 
 def _under_other_access(
-    item: _Pending, previous: dict[DocumentKey, StoredVersion]
+    item: Pending, previous: dict[DocumentKey, StoredVersion]
 ) -> Conflict | None:
     """A 409 when the caller sees this collection and external id under another access list:
     ingesting would make a second document beside it (a list is changed with PATCH). Only
@@ -253,16 +190,16 @@ def _under_other_access(
     return None
 
 
-def _is_unchanged(item: _Pending, stored: StoredVersion, model: str) -> bool:
+def _is_unchanged(item: Pending, stored: StoredVersion, model: str) -> bool:
     return stored.content_hash == item.content_hash and stored.models <= {model}
 
 
-def _needs_embedding(item: _Pending, known: dict[str, list[float]]) -> bool:
+def _needs_embedding(item: Pending, known: dict[str, list[float]]) -> bool:
     return item.document.chunks is None and any(h not in known for h in item.prepared.hashes)
 
 
 async def _embed_missing(
-    embedder: Embedder, items: list[_Pending], known: dict[str, list[float]]
+    embedder: Embedder, items: list[Pending], known: dict[str, list[float]]
 ) -> tuple[dict[str, list[float]], AppError | None]:
     """One embedding call for every text of the round that has no vector yet (each distinct
     text once); an embedder failure fails the documents that needed it, not the others."""
@@ -281,32 +218,9 @@ async def _embed_missing(
     return dict(zip(text_of, vectors, strict=True)), None
 
 
-def _new_version(item: _Pending, vectors: dict[str, list[float]], model_id: str) -> NewVersion:
-    document, prepared = item.document, item.prepared
-    if document.chunks is not None:
-        chosen = [list(chunk.embedding) for chunk in document.chunks]
-    else:
-        chosen = [vectors[h] for h in prepared.hashes]
-    rows = [
-        _chunk_row(draft, vector, text_hash, model_id=model_id, metadata=document.metadata)
-        for draft, vector, text_hash in zip(prepared.drafts, chosen, prepared.hashes, strict=True)
-    ]
-    row = DocumentRow(
-        collection=document.collection,
-        external_id=item.external_id,
-        title=prepared.title,
-        source_type=document.source_type.value,
-        source_url=document.source_url,
-        metadata=document.metadata,
-        content_hash=item.content_hash,
-        access=document.access,
-    )
-    return NewVersion(row, rows)
-
-
 async def _write(
-    sessions: SessionMaker, tenant_id: str, items: list[_Pending], versions: list[NewVersion]
-) -> list[tuple[_Pending, Written | AppError]]:
+    sessions: SessionMaker, tenant_id: str, items: list[Pending], versions: list[NewVersion]
+) -> list[tuple[Pending, Written | AppError]]:
     """All in one transaction; if the database refuses any of them, each in its own."""
     if not versions:
         return []
@@ -348,143 +262,3 @@ def _refused_by_content(error: DBAPIError) -> bool:
 def _refusal(error: DBAPIError) -> AppError:
     reason = str(error.orig).strip().splitlines()[0]
     return Unprocessable(f"the database refused the document: {reason}")
-
-
-def _prepare_all(
-    documents: Sequence[DocumentInput], chunker: Chunker, embedder: Embedder, parser: Parser
-) -> list[_Prepared | AppError]:
-    """Check, parse and chunk every document (CPU-bound: runs in a worker thread)."""
-    out: list[_Prepared | AppError] = []
-    for document in documents:
-        try:
-            _check_precomputed(document, embedder)
-            out.append(_prepare(document, chunker, parser))
-        except AppError as error:
-            out.append(error)
-    return out
-
-
-def _check_precomputed(document: DocumentInput, embedder: Embedder) -> None:
-    if document.chunks is None:
-        return
-    if document.embedding_model != embedder.model_id:
-        raise Unprocessable(
-            f"embedding_model {document.embedding_model!r} is not this service's model "
-            f"{embedder.model_id!r}: a search never mixes vectors of two models",
-            extra={"errors": [{"field": "embedding_model", "message": "model mismatch"}]},
-        )
-    for index, chunk in enumerate(document.chunks):
-        if len(chunk.embedding) != embedder.dimensions:
-            raise Unprocessable(
-                f"chunks[{index}].embedding has {len(chunk.embedding)} dimensions, "
-                f"the model {embedder.model_id!r} has {embedder.dimensions}",
-                extra={"errors": [{"field": f"chunks.{index}.embedding", "message": "dimension"}]},
-            )
-
-
-def _prepare(document: DocumentInput, chunker: Chunker, parser: Parser) -> _Prepared:
-    """Parse and chunk (CPU-bound: runs in a worker thread)."""
-    if document.chunks is not None:
-        parsed = ParsedDocument(title=document.title, sections=[])
-        drafts = [
-            ChunkDraft(chunk.content, index, chunk.page_number, chunk.section, 0)
-            for index, chunk in enumerate(document.chunks)
-        ]
-    else:
-        parsed = parser.parse(document.content, document.source_type)
-        drafts = chunker.split(parsed)
-    title = document.title or parsed.title or _title_from(document, drafts)
-    texts = [
-        embedded_text(title=title, section_path=draft.section_path, content=draft.content)
-        for draft in drafts
-    ]
-    return _Prepared(title, drafts, texts, [sha256(text) for text in texts])
-
-
-def _title_from(document: DocumentInput, drafts: list[ChunkDraft]) -> str:
-    first = drafts[0].content.strip().splitlines()[0] if drafts else ""
-    if len(first) > TITLE_FALLBACK_CHARS:
-        first = first[:TITLE_FALLBACK_CHARS].rsplit(" ", 1)[0] + "…"
-    return first or document.external_id or "Untitled"
-
-
-def _fingerprint(document: DocumentInput, title: str, model_id: str) -> str:
-    content = document.content if isinstance(document.content, str) else sha256(document.content)
-    precomputed = [
-        (c.content, c.page_number, c.section, _vector_hash(c.embedding))
-        for c in document.chunks or ()
-    ]
-    return json.dumps(
-        [
-            content,
-            document.source_type,
-            title,
-            document.source_url,
-            document.metadata,
-            precomputed,
-            model_id,
-        ],
-        sort_keys=True,
-        default=str,
-    )
-
-
-def _vector_hash(vector: Sequence[float]) -> str:
-    """As stored (float4): fast, where hashing its JSON cost ~0.3 ms per 384-d vector."""
-    return hashlib.sha256(np.asarray(vector, dtype=np.float32).tobytes()).hexdigest()
-
-
-def _chunk_row(
-    draft: ChunkDraft,
-    vector: list[float],
-    text_hash: str,
-    *,
-    model_id: str,
-    metadata: dict[str, Any],
-) -> dict[str, Any]:
-    return {
-        "id": uuid.uuid4(),
-        "chunk_index": draft.chunk_index,
-        "content": draft.content,
-        "page_number": draft.page_number,
-        "section_path": list(draft.section_path),
-        "token_count": draft.token_count,
-        "embedding": vector,
-        "embedding_model": model_id,
-        "embedded_text_hash": text_hash,
-        "metadata": metadata,  # the document's, on every chunk: filters need no join
-    }
-
-
-def _unchanged(previous: StoredVersion, item: _Pending) -> IngestResult:
-    return IngestResult(
-        document_id=previous.document_id,
-        external_id=item.external_id,
-        collection=item.document.collection,
-        title=item.prepared.title,
-        chunks=previous.chunk_count,
-        embedded=0,
-        unchanged=previous.chunk_count,
-        created=False,
-        changed=False,
-        access=item.document.access,
-    )
-
-
-def _result(item: _Pending, written: Written, known: dict[str, list[float]]) -> IngestResult:
-    chunks = len(item.prepared.drafts)
-    embedded = 0
-    if item.document.chunks is None:
-        embedded = sum(1 for h in item.prepared.hashes if h not in known)
-    return IngestResult(
-        document_id=written.document_id,
-        external_id=item.external_id,
-        collection=item.document.collection,
-        title=item.prepared.title,
-        chunks=chunks,
-        embedded=embedded,
-        unchanged=chunks - embedded,
-        created=written.created,
-        changed=True,
-        access=item.document.access,
-    )

@@ -27,7 +27,7 @@ from app.db.models import Chunk, Document, Tenant
 from app.db.tenancy import SessionMaker, registry_transaction, tenant_transaction
 from app.embeddings import Embedder
 from app.ingest.chunking import embedded_text
-from app.ingest.documents import sha256
+from app.ingest.inputs import sha256
 from app.ingest.store import refresh_document_vectors
 
 Progress = Callable[[int], None]

@@ -19,8 +19,10 @@ from app.db.tenancy import SessionMaker, reading_as, tenant_transaction
 from app.embeddings import Embedder
 from app.errors import AppError
 from app.ingest.chunking import Chunker
-from app.ingest.documents import DocumentInput, IngestResult, ingest_documents
+from app.ingest.documents import ingest_documents
+from app.ingest.inputs import DocumentInput
 from app.ingest.parsing import Parser, SourceType
+from app.ingest.versions import IngestResult
 from app.jobs.store import FINAL, queue_turn
 from app.permissions import Readers
 

@@ -26,7 +26,8 @@ from app.db.indexes import (
 )
 from app.db.scoped import scoped_connection
 from app.db.tenancy import SessionMaker, tenant_transaction
-from app.ingest.documents import DocumentInput, ingest_documents
+from app.ingest.documents import ingest_documents
+from app.ingest.inputs import DocumentInput
 from app.ingest.parsing import SourceType
 from app.retrieval import SearchRequest, search
 from app.retrieval.nearest import direct_statement

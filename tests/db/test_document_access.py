@@ -15,7 +15,8 @@ from app.db.embedded import OWNER_ROLE, bootstrap, drop_database, with_database,
 from app.db.engine import async_url
 from app.db.migrate import alembic_config, migrate
 from app.db.tenancy import SessionMaker, reading_as, tenant_transaction, transaction_settings
-from app.ingest.documents import DocumentInput, ingest_document
+from app.ingest.documents import ingest_document
+from app.ingest.inputs import DocumentInput
 from app.ingest.parsing import SourceType
 from app.permissions import EVERY_DOCUMENT, NO_READERS, Readers, normalized_access
 from app.retrieval.visibility import COUNTS, access_lists_matter, known_plan, visible_scope

@@ -19,7 +19,8 @@ from app.db.engine import create_engine, create_sessionmaker
 from app.db.scoped import scoped_connection, settled
 from app.db.settings_sql import Computed, scope_message, sql_literal
 from app.db.tenancy import SessionMaker, reading_as, registry_transaction, tenant_transaction
-from app.ingest.documents import DocumentInput, ingest_documents
+from app.ingest.documents import ingest_documents
+from app.ingest.inputs import DocumentInput
 from app.ingest.parsing import SourceType
 from app.permissions import Readers
 from app.retrieval.filters import SearchFilters

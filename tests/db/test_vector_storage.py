@@ -9,7 +9,8 @@ import random
 from sqlalchemy import text
 
 from app.db.tenancy import SessionMaker, tenant_transaction
-from app.ingest.documents import DocumentInput, ingest_documents
+from app.ingest.documents import ingest_documents
+from app.ingest.inputs import DocumentInput
 from app.ingest.parsing import SourceType
 from tests.conftest import registered_tenant, small_chunker
 from tests.fakes import WordHashEmbedder

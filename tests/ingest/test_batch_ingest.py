@@ -8,8 +8,10 @@ from sqlalchemy import func, select
 from app.db.models import Chunk, Document
 from app.db.tenancy import SessionMaker, tenant_transaction
 from app.errors import AppError
-from app.ingest.documents import DocumentInput, IngestResult, ingest_documents
+from app.ingest.documents import ingest_documents
+from app.ingest.inputs import DocumentInput
 from app.ingest.parsing import SourceType
+from app.ingest.versions import IngestResult
 from tests.conftest import registered_tenant, small_chunker
 from tests.fakes import WordHashEmbedder
 

@@ -10,7 +10,8 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 from app.db.engine import create_sessionmaker
 from app.db.models import Collection, Document
 from app.db.tenancy import tenant_transaction
-from app.ingest.documents import DocumentInput, ingest_document, ingest_documents
+from app.ingest.documents import ingest_document, ingest_documents
+from app.ingest.inputs import DocumentInput
 from app.ingest.parsing import SourceType
 from tests.conftest import registered_tenant, small_chunker
 from tests.fakes import WordHashEmbedder

@@ -16,7 +16,8 @@ from app.db.models import Chunk
 from app.db.tenancy import SessionMaker, tenant_transaction
 from app.embeddings import EmbeddingError
 from app.ingest import reindex
-from app.ingest.documents import DocumentInput, ingest_document
+from app.ingest.documents import ingest_document
+from app.ingest.inputs import DocumentInput
 from app.ingest.parsing import SourceType
 from app.retrieval import SearchRequest, search
 from tests.conftest import (

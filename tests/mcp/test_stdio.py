@@ -19,8 +19,10 @@ from app.db.engine import create_sessionmaker
 from app.db.tenancy import SessionMaker, registry_transaction
 from app.embeddings.local import LocalEmbedder
 from app.errors import Forbidden
-from app.ingest.documents import DocumentInput, IngestResult, ingest_documents
+from app.ingest.documents import ingest_documents
+from app.ingest.inputs import DocumentInput
 from app.ingest.parsing import SourceType
+from app.ingest.versions import IngestResult
 from app.mcp.stdio import serve_stdio
 from app.settings import Settings
 from app.tenants import create_tenant

@@ -12,9 +12,11 @@ from app.db import bm25 as bm25_stats
 from app.db.models import Bm25Corpus, Bm25Posting, Bm25Term, Chunk
 from app.db.tenancy import SessionMaker, tenant_transaction
 from app.ingest.catalog import delete_document
-from app.ingest.documents import DocumentInput, IngestResult, ingest_documents
+from app.ingest.documents import ingest_documents
+from app.ingest.inputs import DocumentInput
 from app.ingest.parsing import SourceType
 from app.ingest.reindex import reembed
+from app.ingest.versions import IngestResult
 from app.retrieval import (
     Bm25Params,
     FusionMethod,

@@ -11,8 +11,10 @@ from sqlalchemy import select
 from app.db.models import Chunk
 from app.db.tenancy import SessionMaker, tenant_transaction
 from app.errors import NotFound
-from app.ingest.documents import DocumentInput, IngestResult, ingest_documents
+from app.ingest.documents import ingest_documents
+from app.ingest.inputs import DocumentInput
 from app.ingest.parsing import SourceType
+from app.ingest.versions import IngestResult
 from app.retrieval import fetch_item
 from app.retrieval.fetch import join_chunks
 from tests.conftest import registered_tenant, small_chunker
