@@ -49,13 +49,8 @@ from sqlalchemy import select
 from app.db.models import Chunk, Document
 from app.db.tenancy import tenant_transaction
 from app.ingest.store import refresh_document_vectors
-from app.retrieval.dedupe import (
-    DedupeRequest,
-    components,
-    dedupe,
-    exact_pairs,
-    find_duplicates,
-)
+from app.retrieval.dedupe import DedupeRequest, dedupe, find_duplicates
+from app.retrieval.duplicates import components, exact_pairs
 from app.retrieval.similar import (
     SearchScope,
     SimilarRequest,

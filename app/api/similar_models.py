@@ -9,7 +9,8 @@ from typing import Annotated, Self
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field, StringConstraints
 
 from app.api.search_models import ChunkOut
-from app.retrieval.dedupe import MAX_LIMIT, DedupeOutcome, DuplicateGroup, Examined, MergeStrategy
+from app.retrieval.dedupe import MAX_LIMIT, DedupeOutcome
+from app.retrieval.duplicates import DuplicateGroup, Examined, MergeStrategy
 from app.retrieval.similar import SimilarOutcome
 from app.storable import Storable
 

@@ -38,8 +38,9 @@ from app.permissions import EVERY_DOCUMENT
 from app.resources import build_token_counter
 from app.retrieval import SearchRequest, retrieve_context, search_request
 from app.retrieval import search as run_search
-from app.retrieval.dedupe import DedupeRequest, MergeStrategy
+from app.retrieval.dedupe import DedupeRequest
 from app.retrieval.dedupe import dedupe as run_dedupe
+from app.retrieval.duplicates import MergeStrategy
 from app.retrieval.similar import SearchScope, SimilarRequest, similar_to_chunk, similar_to_document
 from app.settings import Settings
 from app.tenants import TenantDirectory

@@ -9,7 +9,7 @@ document (`NEIGHBOURS` of them), batched in LATERAL statements of `PROBE_BATCH` 
 the same index settings as search (`hnsw.ef_search`, iterative scans). That is N·k·log N work
 for N documents, not the N² pairs of an exact comparison. A group larger than k+1 is still
 found when its members chain through each other's k nearest. `use_index=False` compares every
-pair exactly (numpy, on the stored vectors), allowed up to `EXACT_MAX_DOCUMENTS`.
+pair exactly (numpy, on the stored vectors: duplicates.py), allowed up to `EXACT_MAX_DOCUMENTS`.
 
 Merging re-checks inside its own transaction: the group's documents are locked (FOR UPDATE),
 a document that changed since it was examined (`updated_at`) or vanished is neither deleted nor
@@ -28,8 +28,6 @@ from __future__ import annotations
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from datetime import datetime
-from enum import StrEnum
 
 import numpy as np
 from sqlalchemy import bindparam, delete, select, text
@@ -39,6 +37,15 @@ from app.db.models import Collection, Document
 from app.db.tenancy import SessionMaker, tenant_transaction
 from app.errors import Unprocessable
 from app.observability.metrics import DEDUPE_REMOVED, DEDUPE_RUNS
+from app.retrieval.duplicates import (
+    DuplicateGroup,
+    Examined,
+    MergeStrategy,
+    components,
+    exact_pairs,
+    group_of,
+    pair_key,
+)
 from app.retrieval.planning import index_settings
 
 NEIGHBOURS = 10
@@ -49,13 +56,6 @@ PROBE_EF_SEARCH = 40
 PROBE_BATCH = 256
 EXACT_MAX_DOCUMENTS = 5_000
 MAX_LIMIT = 50_000
-EXACT_BLOCK = 1_024  # rows of the exact comparison per matrix product
-
-
-class MergeStrategy(StrEnum):
-    KEEP_NEWEST = "keep_newest"
-    KEEP_OLDEST = "keep_oldest"
-    KEEP_MOST_ACCESSED = "keep_most_accessed"
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,27 +68,6 @@ class DedupeRequest:
     use_index: bool = True
     ef_search: int | None = None  # None: PROBE_EF_SEARCH
     across_access: bool = False  # pair documents whose access lists differ
-
-
-@dataclass(frozen=True, slots=True)
-class Examined:
-    """A document as it was examined: the evidence a merge re-checks."""
-
-    id: uuid.UUID
-    title: str
-    collection: str
-    external_id: str
-    created_at: datetime
-    updated_at: datetime
-    access_count: int
-    access: tuple[str, ...] = ()
-
-
-@dataclass(frozen=True, slots=True)
-class DuplicateGroup:
-    primary: Examined
-    duplicates: list[Examined]
-    avg_similarity: float
 
 
 @dataclass(frozen=True, slots=True)
@@ -154,7 +133,7 @@ async def find_duplicates(
             pairs = await _exact_pairs(session, ids, request.similarity_threshold)
     pairs = _same_access(pairs, docs, request)
     groups = [
-        _group([docs[i] for i in members], edges, request.merge_strategy)
+        group_of([docs[i] for i in members], edges, request.merge_strategy)
         for members, edges in components(pairs)
     ]
     groups.sort(key=lambda g: (-len(g.duplicates), -g.avg_similarity, str(g.primary.id)))
@@ -235,7 +214,7 @@ async def _index_pairs(
         params = {"tenant": tenant_id, "model": model_id, "k": NEIGHBOURS, "ids": batch}
         for a, b, similarity in await session.execute(PROBES, params):
             if similarity >= request.similarity_threshold and b in examined:
-                pairs[_key(a, b)] = max(float(similarity), pairs.get(_key(a, b), 0.0))
+                pairs[pair_key(a, b)] = max(float(similarity), pairs.get(pair_key(a, b), 0.0))
     return pairs
 
 
@@ -249,72 +228,6 @@ async def _exact_pairs(
     )
     order, vectors = zip(*[(row[0], row[1]) for row in rows], strict=True)
     return exact_pairs(list(order), np.asarray(vectors, dtype=np.float32), threshold)
-
-
-def exact_pairs(
-    ids: Sequence[uuid.UUID], vectors: np.ndarray, threshold: float
-) -> dict[tuple[uuid.UUID, uuid.UUID], float]:
-    """Every pair at or above `threshold` by cosine similarity (vectors need not be unit).
-    Row blocks keep memory at `EXACT_BLOCK` by N similarities whatever N is."""
-    norms = np.linalg.norm(vectors, axis=1, keepdims=True)
-    unit = vectors / np.where(norms == 0, 1, norms)
-    pairs: dict[tuple[uuid.UUID, uuid.UUID], float] = {}
-    for start in range(0, len(unit), EXACT_BLOCK):
-        sims = unit[start : start + EXACT_BLOCK] @ unit.T
-        rows, cols = np.nonzero(sims >= threshold)
-        for i, j in zip(rows.tolist(), cols.tolist(), strict=True):
-            if j > start + i:  # each unordered pair once, never a document with itself
-                pairs[_key(ids[start + i], ids[j])] = float(sims[i, j])
-    return pairs
-
-
-def _key(a: uuid.UUID, b: uuid.UUID) -> tuple[uuid.UUID, uuid.UUID]:
-    return (a, b) if str(a) < str(b) else (b, a)
-
-
-def components(
-    pairs: dict[tuple[uuid.UUID, uuid.UUID], float],
-) -> list[tuple[list[uuid.UUID], list[float]]]:
-    """Connected components (union-find): (members, similarities of their pairs)."""
-    parent: dict[uuid.UUID, uuid.UUID] = {}
-
-    def root(x: uuid.UUID) -> uuid.UUID:
-        parent.setdefault(x, x)
-        while parent[x] != x:
-            parent[x] = parent[parent[x]]
-            x = parent[x]
-        return x
-
-    for a, b in pairs:
-        ra, rb = root(a), root(b)
-        if ra != rb:
-            parent[max(ra, rb, key=str)] = min(ra, rb, key=str)
-    members: dict[uuid.UUID, list[uuid.UUID]] = {}
-    for x in parent:
-        members.setdefault(root(x), []).append(x)
-    edges: dict[uuid.UUID, list[float]] = {}
-    for (a, _b), similarity in pairs.items():
-        edges.setdefault(root(a), []).append(similarity)
-    return [(sorted(group, key=str), edges[r]) for r, group in members.items()]
-
-
-def primary_of(docs: Sequence[Examined], strategy: MergeStrategy) -> Examined:
-    """The document a group keeps; ties by id, so the choice is stable."""
-    if strategy is MergeStrategy.KEEP_OLDEST:
-        return min(docs, key=lambda d: (d.created_at, str(d.id)))
-    if strategy is MergeStrategy.KEEP_MOST_ACCESSED:
-        return max(docs, key=lambda d: (d.access_count, d.updated_at, str(d.id)))
-    return max(docs, key=lambda d: (d.updated_at, d.created_at, str(d.id)))
-
-
-def _group(docs: list[Examined], edges: list[float], strategy: MergeStrategy) -> DuplicateGroup:
-    primary = primary_of(docs, strategy)
-    duplicates = sorted((d for d in docs if d.id != primary.id), key=lambda d: str(d.id))
-    return DuplicateGroup(
-        primary=primary,
-        duplicates=duplicates,
-        avg_similarity=round(sum(edges) / len(edges), 6),
-    )
 
 
 async def merge_duplicates(

@@ -6,7 +6,7 @@ import uuid
 
 import numpy as np
 
-from app.retrieval.dedupe import EXACT_BLOCK, exact_pairs
+from app.retrieval.duplicates import EXACT_BLOCK, exact_pairs
 
 
 def test_exact_pairs_in_row_blocks_equal_the_whole_matrix() -> None:

@@ -1,0 +1,108 @@
+"""Near-duplicate pairs and groups as pure functions of vectors (dedupe.py does the database
+work): every pair at or above a cosine threshold by exact comparison, the connected components
+of pairs (union-find), and which document of a group is kept."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from enum import StrEnum
+
+import numpy as np
+
+EXACT_BLOCK = 1_024  # rows of the exact comparison per matrix product
+
+
+class MergeStrategy(StrEnum):
+    KEEP_NEWEST = "keep_newest"
+    KEEP_OLDEST = "keep_oldest"
+    KEEP_MOST_ACCESSED = "keep_most_accessed"
+
+
+@dataclass(frozen=True, slots=True)
+class Examined:
+    """A document as it was examined: the evidence a merge re-checks."""
+
+    id: uuid.UUID
+    title: str
+    collection: str
+    external_id: str
+    created_at: datetime
+    updated_at: datetime
+    access_count: int
+    access: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class DuplicateGroup:
+    primary: Examined
+    duplicates: list[Examined]
+    avg_similarity: float
+
+
+def exact_pairs(
+    ids: Sequence[uuid.UUID], vectors: np.ndarray, threshold: float
+) -> dict[tuple[uuid.UUID, uuid.UUID], float]:
+    """Every pair at or above `threshold` by cosine similarity (vectors need not be unit).
+    Row blocks keep memory at `EXACT_BLOCK` by N similarities whatever N is."""
+    norms = np.linalg.norm(vectors, axis=1, keepdims=True)
+    unit = vectors / np.where(norms == 0, 1, norms)
+    pairs: dict[tuple[uuid.UUID, uuid.UUID], float] = {}
+    for start in range(0, len(unit), EXACT_BLOCK):
+        sims = unit[start : start + EXACT_BLOCK] @ unit.T
+        rows, cols = np.nonzero(sims >= threshold)
+        for i, j in zip(rows.tolist(), cols.tolist(), strict=True):
+            if j > start + i:  # each unordered pair once, never a document with itself
+                pairs[pair_key(ids[start + i], ids[j])] = float(sims[i, j])
+    return pairs
+
+
+def pair_key(a: uuid.UUID, b: uuid.UUID) -> tuple[uuid.UUID, uuid.UUID]:
+    return (a, b) if str(a) < str(b) else (b, a)
+
+
+def components(
+    pairs: dict[tuple[uuid.UUID, uuid.UUID], float],
+) -> list[tuple[list[uuid.UUID], list[float]]]:
+    """Connected components (union-find): (members, similarities of their pairs)."""
+    parent: dict[uuid.UUID, uuid.UUID] = {}
+
+    def root(x: uuid.UUID) -> uuid.UUID:
+        parent.setdefault(x, x)
+        while parent[x] != x:
+            parent[x] = parent[parent[x]]
+            x = parent[x]
+        return x
+
+    for a, b in pairs:
+        ra, rb = root(a), root(b)
+        if ra != rb:
+            parent[max(ra, rb, key=str)] = min(ra, rb, key=str)
+    members: dict[uuid.UUID, list[uuid.UUID]] = {}
+    for x in parent:
+        members.setdefault(root(x), []).append(x)
+    edges: dict[uuid.UUID, list[float]] = {}
+    for (a, _b), similarity in pairs.items():
+        edges.setdefault(root(a), []).append(similarity)
+    return [(sorted(group, key=str), edges[r]) for r, group in members.items()]
+
+
+def primary_of(docs: Sequence[Examined], strategy: MergeStrategy) -> Examined:
+    """The document a group keeps; ties by id, so the choice is stable."""
+    if strategy is MergeStrategy.KEEP_OLDEST:
+        return min(docs, key=lambda d: (d.created_at, str(d.id)))
+    if strategy is MergeStrategy.KEEP_MOST_ACCESSED:
+        return max(docs, key=lambda d: (d.access_count, d.updated_at, str(d.id)))
+    return max(docs, key=lambda d: (d.updated_at, d.created_at, str(d.id)))
+
+
+def group_of(docs: list[Examined], edges: list[float], strategy: MergeStrategy) -> DuplicateGroup:
+    primary = primary_of(docs, strategy)
+    duplicates = sorted((d for d in docs if d.id != primary.id), key=lambda d: str(d.id))
+    return DuplicateGroup(
+        primary=primary,
+        duplicates=duplicates,
+        avg_similarity=round(sum(edges) / len(edges), 6),
+    )
