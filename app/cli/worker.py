@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import os
 import signal
@@ -37,7 +36,7 @@ def worker(
 
 async def _work(settings: Settings, concurrency: int) -> None:
     from app.cli.services import open_services
-    from app.jobs.queue import run_workers
+    from app.jobs.queue import run_workers, stop_workers
     from app.jobs.runner import JobServices
 
     async with open_services(settings, tenant_id=None) as services:
@@ -49,8 +48,12 @@ async def _work(settings: Settings, concurrency: int) -> None:
             turn_documents=settings.job_turn_documents,
         )
         task = asyncio.create_task(run_workers(settings, jobs, concurrency=concurrency))
+        asked = asyncio.Event()
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGINT, signal.SIGTERM):
-            loop.add_signal_handler(sig, task.cancel)
-        with contextlib.suppress(asyncio.CancelledError):
-            await task
+            loop.add_signal_handler(sig, asked.set)
+        asked_to_stop = asyncio.create_task(asked.wait())
+        await asyncio.wait({task, asked_to_stop}, return_when=asyncio.FIRST_COMPLETED)
+        asked_to_stop.cancel()
+        if error := await stop_workers(task, settings=settings):
+            raise error

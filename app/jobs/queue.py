@@ -2,7 +2,7 @@
 
 `run_workers` runs `concurrency` workers in this process until cancelled, plus the sweeper:
 a job whose worker stopped sending heartbeats (kill -9, machine lost) goes back to the queue
-and another worker finishes it."""
+and another worker finishes it. `stop_workers` cancels them, whatever moment it comes at."""
 
 from __future__ import annotations
 
@@ -69,22 +69,46 @@ FETCH_POLL_SECONDS = 0.5
 async def run_workers(settings: Settings, services: JobServices, *, concurrency: int) -> None:
     """Work the queue until cancelled: `concurrency` turns at a time, and the sweeper."""
     queue = build_queue(settings, services)
-    async with queue.open_async():
-        sweeper = asyncio.create_task(_sweep(queue, settings))
-        try:
-            await queue.run_worker_async(
-                queues=[QUEUE],
-                concurrency=concurrency,
-                wait=True,
-                install_signal_handlers=False,
-                update_heartbeat_interval=settings.job_heartbeat_seconds,
-                stalled_worker_timeout=settings.job_stalled_seconds,
-                shutdown_graceful_timeout=settings.job_heartbeat_seconds,
-                fetch_job_polling_interval=FETCH_POLL_SECONDS,
-            )
-        finally:
-            sweeper.cancel()
-            await asyncio.gather(sweeper, return_exceptions=True)
+    try:
+        async with queue.open_async():
+            sweeper = asyncio.create_task(_sweep(queue, settings))
+            try:
+                await queue.run_worker_async(
+                    queues=[QUEUE],
+                    concurrency=concurrency,
+                    wait=True,
+                    install_signal_handlers=False,
+                    update_heartbeat_interval=settings.job_heartbeat_seconds,
+                    stalled_worker_timeout=settings.job_stalled_seconds,
+                    shutdown_graceful_timeout=settings.job_heartbeat_seconds,
+                    fetch_job_polling_interval=FETCH_POLL_SECONDS,
+                )
+            finally:
+                sweeper.cancel()
+                await asyncio.gather(sweeper, return_exceptions=True)
+    finally:
+        # Cancelled while the pool was still opening, `open_async` never returned, so its
+        # block never closed the pool: close it here (a no-op when the block did).
+        await queue.connector.close_async()
+
+
+# A cancel that lands while procrastinate's worker is starting (pruning stalled workers,
+# registering itself) can be swallowed on the way: the worker then runs on, idle, and its task
+# never ends. `stop_workers` sends the cancel again once the graceful shutdown's own bound
+# (`shutdown_graceful_timeout`, the heartbeat interval) and this margin have passed.
+CANCEL_AGAIN_MARGIN_SECONDS = 5.0
+
+
+async def stop_workers(task: asyncio.Task[None], *, settings: Settings) -> BaseException | None:
+    """Cancel `run_workers`' task and wait until it has ended; what it ended with, when that
+    is an error of its own rather than the cancel."""
+    bound = settings.job_heartbeat_seconds + CANCEL_AGAIN_MARGIN_SECONDS
+    while not task.done():
+        task.cancel()
+        await asyncio.wait({task}, timeout=bound)
+    if task.cancelled():
+        return None
+    return task.exception()
 
 
 async def _sweep(queue: procrastinate.App, settings: Settings) -> None:
@@ -125,5 +149,5 @@ async def background_workers(
     try:
         yield
     finally:
-        task.cancel()
-        await asyncio.gather(task, return_exceptions=True)
+        if error := await stop_workers(task, settings=settings):
+            _log.error("job workers had stopped on an error", exc_info=error)
