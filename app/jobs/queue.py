@@ -92,10 +92,10 @@ async def run_workers(settings: Settings, services: JobServices, *, concurrency:
         await queue.connector.close_async()
 
 
-# A cancel that lands while procrastinate's worker is starting (pruning stalled workers,
-# registering itself) can be swallowed on the way: the worker then runs on, idle, and its task
-# never ends. `stop_workers` sends the cancel again once the graceful shutdown's own bound
-# (`shutdown_graceful_timeout`, the heartbeat interval) and this margin have passed.
+# A cancel can be swallowed on its way into procrastinate's worker (seen while it prunes
+# stalled workers at start, and once a second after start): the worker then runs on, idle, and
+# its task never ends. `stop_workers` sends the cancel again once the graceful shutdown's own
+# bound (`shutdown_graceful_timeout`, the heartbeat interval) and this margin have passed.
 CANCEL_AGAIN_MARGIN_SECONDS = 5.0
 
 
