@@ -17,10 +17,10 @@ from typing import Any, Literal
 from sqlalchemy import ColumnElement, Row, select
 
 from app.citations import CitationGenerator
-from app.db.models import Chunk, Collection, Document
+from app.db.models import Chunk
 from app.db.tenancy import SessionMaker, tenant_transaction
 from app.errors import NotFound
-from app.retrieval.hits import Hit
+from app.retrieval.hits import SOURCE_COLUMNS, Hit, hit_of, with_sources
 
 MAX_DOCUMENT_CHARS = 200_000  # a whole document is cut here (`truncated`)
 PARAGRAPH = "\n\n"
@@ -61,23 +61,7 @@ async def fetch_item(sessions: SessionMaker, *, tenant_id: str, item_id: uuid.UU
 
 def _chunks(tenant_id: str, condition: ColumnElement[bool]) -> Any:
     return (
-        select(
-            Chunk.id,
-            Chunk.document_id,
-            Chunk.content,
-            Chunk.page_number,
-            Chunk.section_path,
-            Chunk.chunk_index,
-            Chunk.metadata_,
-            Document.external_id,
-            Document.title,
-            Document.source_type,
-            Document.source_url,
-            Document.chunk_count,
-            Collection.name.label("collection"),
-        )
-        .join(Document, Document.id == Chunk.document_id)
-        .join(Collection, Collection.id == Chunk.collection_id)
+        with_sources(select(*SOURCE_COLUMNS))
         .where(Chunk.tenant_id == tenant_id, condition)
         .order_by(Chunk.chunk_index)
     )
@@ -85,23 +69,7 @@ def _chunks(tenant_id: str, condition: ColumnElement[bool]) -> Any:
 
 def _part(row: Row[Any]) -> Hit:
     """A stored chunk in the shape citations read (not ranked: no similarity, no score)."""
-    return Hit(
-        chunk_id=row.id,
-        document_id=row.document_id,
-        external_id=row.external_id,
-        collection=row.collection,
-        content=row.content,
-        similarity=0.0,
-        score=0.0,
-        title=row.title,
-        source_type=row.source_type,
-        source_url=row.source_url,
-        page_number=row.page_number,
-        section=tuple(row.section_path),
-        chunk_index=row.chunk_index,
-        total_chunks=row.chunk_count,
-        metadata=dict(row.metadata_),
-    )
+    return hit_of({**row._mapping, "similarity": 0.0}, score=0.0)
 
 
 def _chunk(row: Row[Any]) -> Fetched:
