@@ -65,12 +65,9 @@ from search_bench import (
     CLASSES,
     Loaded,
     StubEmbedder,
-    Synthetic,
-    corpus_vectors,
     exact_top,
-    load_size,
     pick_tenant,
-    query_pool,
+    synthetic_tenants,
 )
 
 from app.db.settings_sql import scope_message
@@ -363,17 +360,17 @@ async def cold_part(
         try:
             for i, tenant_id in enumerate(tenants):
                 request = SearchRequest(query="-", top_k=10, threshold=0.3)
-                settings = planning.direct_settings(request, tenant_id, False, kept)
-                scope = scope_message(
-                    "BEGIN", transaction_settings({"tenant_id": tenant_id, "settings": settings})
+                query = nearest.direct_query(
+                    vectors[i % len(vectors)], tenant_id, model, request, exact=False, kept=kept
                 )
-                statement, arguments = nearest.direct_statement(
-                    vectors[i % len(vectors)], tenant_id, model, request, kept=kept
+                scope = scope_message(
+                    "BEGIN",
+                    transaction_settings({"tenant_id": tenant_id, "settings": query.settings}),
                 )
                 for run in ("first run", "second run"):
                     await conn.execute(scope)
                     began = time.perf_counter()
-                    await conn.fetch(statement.sql, *arguments)
+                    await conn.fetch(query.statement.sql, *query.arguments)
                     elapsed = (time.perf_counter() - began) * 1000
                     await conn.execute("COMMIT")
                     key = ("tenant's own" if kept else "shared", run)
@@ -416,15 +413,8 @@ def report(title: str, rows: list[dict[str, Any]]) -> None:
 
 async def run(args: argparse.Namespace) -> dict[str, Any]:
     async with bench_database(superuser_url=args.database_url) as db:
-        local, _chunker, embedder, corpus, base = await corpus_vectors(db.settings)
-        queries = query_pool(set())[: args.queries]
-        vectors = {t: await embedder.embed_query(t) for t in queries}
-        embedder.save()
-        stub = StubEmbedder(local.model_id, local.dimensions, vectors)
-        log(f"loading {args.chunks} chunks")
-        loaded = await load_size(
-            db, args.chunks, corpus, base, spec=Synthetic(), model_id=local.model_id
-        )
+        stub, loaded = await synthetic_tenants(db, args.chunks, args.queries)
+        queries, vectors = list(stub.vectors), stub.vectors
         log("1. plans kept per tenant / planned at every run")
         plans = await interleaved(db.sessions, stub, loaded, queries, CLASSES, previous_plans)
         report("1. plans: kept per tenant (now) / planned every run (before), ms", plans)
@@ -448,7 +438,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
         ivfflat = await ivfflat_part(db.superuser_url, loaded, arrays)
         walk_table("4b. IVFFlat: 40 nearest of the 50% tenant, superuser, ms", ivfflat)
         log("5. a tenant's own statement cold and warm, against the shared one")
-        cold = await cold_part(db.app_url, loaded, arrays, local.model_id)
+        cold = await cold_part(db.app_url, loaded, arrays, stub.model_id)
         print_table(
             "5. the direct statement of 40 0.1% tenants on a fresh connection, ms",
             ["statement", "run", "P50", "P95"],

@@ -31,24 +31,19 @@ from typing import Any
 
 import numpy as np
 import psycopg
-from harness import BenchDatabase, bench_database, latency_summary, log, print_table, write_json
+from harness import BenchDatabase, bench_database, latency_summary, print_table, write_json
 from pgvector.psycopg import register_vector_async
 from search_bench import (
     CLASSES,
     Loaded,
-    StubEmbedder,
-    Synthetic,
-    corpus_vectors,
-    load_size,
-    query_pool,
+    synthetic_tenants,
 )
 
-from app.db.scoped import scoped_connection, settled
-from app.db.settings_sql import Computed, Setting, scope_message
-from app.db.tenancy import transaction_settings
+from app.db.scoped import scoped_connection, settled, tenant_scope
+from app.db.settings_sql import Computed, scope_message
 from app.retrieval import SearchRequest
-from app.retrieval.nearest import direct_hits, direct_statement, ranked_hits
-from app.retrieval.planning import direct_settings, keeps_plan
+from app.retrieval.nearest import DirectQuery, direct_hits, direct_query, ranked_hits
+from app.retrieval.planning import keeps_plan
 from app.retrieval.visibility import direct_plan
 
 PLACEHOLDER = re.compile(r"\$(\d+)")
@@ -76,38 +71,35 @@ class Ways:
         self.db, self.model, self.pipelined = db, model, pipelined
         self.request = SearchRequest(query="", top_k=10)
 
-    async def _prepared(self, tenant_id: str, vector: list[float]) -> tuple[Any, ...]:
+    async def _query(self, tenant_id: str, vector: list[float]) -> DirectQuery:
+        """As the service makes it for this search (plan, kept statement, settings)."""
         exact = await direct_plan(self.db.sessions, tenant_id=tenant_id, model=self.model)
         assert exact is not None
-        kept = keeps_plan(tenant_id)
-        statement = direct_statement(vector, tenant_id, self.model, self.request, exact, kept)
-        settings = direct_settings(self.request, tenant_id, exact, kept)
-        return statement, settings
-
-    def _scope(self, tenant_id: str, settings: dict[str, Setting]) -> dict[str, Setting]:
-        info = {**(self.db.sessions.kw.get("info") or {}), "tenant_id": tenant_id}
-        return transaction_settings(info | {"settings": settings})
+        return direct_query(
+            vector, tenant_id, self.model, self.request, exact=exact, kept=keeps_plan(tenant_id)
+        )
 
     async def service(self, tenant_id: str, vector: list[float]) -> list[Any]:
-        statement, settings = await self._prepared(tenant_id, vector)
+        query = await self._query(tenant_id, vector)
         async with scoped_connection(
-            self.db.sessions, tenant_id, settings=settings, read_only=True
+            self.db.sessions, tenant_id, settings=query.settings, read_only=True
         ) as connection:
-            hits, _passed, _measured = await direct_hits(connection, *statement)
+            hits, _passed, _measured = await direct_hits(connection, query)
         return [hit.chunk_id for hit in hits]
 
     async def one_asyncpg(self, tenant_id: str, vector: list[float], held: Any) -> list[Any]:
-        statement, settings = await self._prepared(tenant_id, vector)
-        await held.execute(scope_message("BEGIN READ ONLY", self._scope(tenant_id, settings)))
-        hits, _passed, _measured = await direct_hits(held, *statement)
+        query = await self._query(tenant_id, vector)
+        scope = tenant_scope(self.db.sessions, tenant_id, query.settings)
+        await held.execute(scope_message("BEGIN READ ONLY", scope))
+        hits, _passed, _measured = await direct_hits(held, query)
         return [hit.chunk_id for hit in hits]
 
     async def pipeline(self, tenant_id: str, vector: list[float]) -> list[Any]:
-        (statement, arguments), settings = await self._prepared(tenant_id, vector)
-        scope = self._scope(tenant_id, settings)
+        query = await self._query(tenant_id, vector)
+        scope = tenant_scope(self.db.sessions, tenant_id, query.settings)
         plain = {k: v for k, v in scope.items() if not isinstance(v, Computed)}
         computed = {k: v for k, v in scope.items() if isinstance(v, Computed)}
-        sql, values = psycopg_query(statement.sql, arguments)
+        sql, values = psycopg_query(query.statement.sql, query.arguments)
         conn = self.pipelined
         async with conn.pipeline():
             await conn.execute("BEGIN READ ONLY")
@@ -117,7 +109,7 @@ class Ways:
             cursor = await conn.execute(sql, values, prepare=True, binary=True)
             await conn.execute("COMMIT")
             rows = await cursor.fetchall()
-        records = [dict(zip(statement.columns, row, strict=True)) for row in rows]
+        records = [dict(zip(query.statement.columns, row, strict=True)) for row in rows]
         hits, _passed, _measured = ranked_hits(records)
         return [hit.chunk_id for hit in hits]
 
@@ -178,22 +170,14 @@ async def bare_round_trips(held: Any, pipelined: psycopg.AsyncConnection[Any]) -
 
 async def run(args: argparse.Namespace) -> dict[str, Any]:
     async with bench_database(superuser_url=args.database_url) as db:
-        local, _chunker, embedder, corpus, base = await corpus_vectors(db.settings)
-        queries = query_pool(set())[: args.queries]
-        vectors = {t: await embedder.embed_query(t) for t in queries}
-        embedder.save()
-        stub = StubEmbedder(local.model_id, local.dimensions, vectors)
-        log(f"loading {args.chunks} chunks")
-        loaded = await load_size(
-            db, args.chunks, corpus, base, spec=Synthetic(), model_id=local.model_id
-        )
+        stub, loaded = await synthetic_tenants(db, args.chunks, args.queries)
         url = db.app_url.replace("postgresql+asyncpg://", "postgresql://")
         pipelined = await psycopg.AsyncConnection.connect(url, autocommit=True)
         try:
             await pipelined.execute("SET standard_conforming_strings = on")
             await register_vector_async(pipelined)
             ways = Ways(db, stub.model_id, pipelined)
-            rows = await compare(db, ways, loaded, list(vectors.values()))
+            rows = await compare(db, ways, loaded, list(stub.vectors.values()))
         finally:
             await pipelined.close()
             await settled()

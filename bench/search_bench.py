@@ -548,6 +548,22 @@ async def load_size(
     return Loaded(size, tenants, vectors, ids, timings)
 
 
+async def synthetic_tenants(
+    db: BenchDatabase, size: int, queries: int
+) -> tuple[StubEmbedder, Loaded]:
+    """What the service-only benches search: the local model's vectors of the first `queries`
+    NFCorpus query texts, returned by a stub embedder (`.vectors`, in query order), and `size`
+    synthetic chunks loaded in the tenant layout."""
+    local, _chunker, embedder, corpus, base = await corpus_vectors(db.settings)
+    texts = query_pool(set())[:queries]
+    vectors = {text: await embedder.embed_query(text) for text in texts}
+    embedder.save()
+    stub = StubEmbedder(local.model_id, local.dimensions, vectors)
+    log(f"loading {size} chunks")
+    loaded = await load_size(db, size, corpus, base, spec=Synthetic(), model_id=local.model_id)
+    return stub, loaded
+
+
 async def dedicated_indexes_for(db: BenchDatabase, min_chunks: int) -> list[str]:
     """What `rag index --min-chunks N` does: a dedicated HNSW index per large tenant."""
     counts = await chunk_counts(db.sessions)

@@ -56,9 +56,7 @@ async def scoped_connection(
     committed on success (`read_only`: READ ONLY, committed off the caller's path), rolled back
     on error. A sessionmaker bound to a connection that is already in a transaction (a caller's
     own, or the tests' rolled back after each test) gets a savepoint in it instead."""
-    # the tenant and who reads (the caller's principals), exactly as the session path sets them
-    info = {**(sessions.kw.get("info") or {}), "tenant_id": tenant_id, "settings": settings or {}}
-    scope = transaction_settings(info)
+    scope = tenant_scope(sessions, tenant_id, settings)
     bind = sessions.kw["bind"]
     if isinstance(bind, AsyncConnection):
         async with _savepoint(bind, scope) as driver:
@@ -94,6 +92,15 @@ async def scoped_connection(
         finally:
             if not committing:
                 await conn.close()
+
+
+def tenant_scope(
+    sessions: SessionMaker, tenant_id: str, settings: Mapping[str, Setting] | None = None
+) -> dict[str, Setting]:
+    """The transaction-local settings of a `scoped_connection`: `settings`, the tenant and who
+    reads (the caller's principals), exactly as the session path sets them."""
+    info = {**(sessions.kw.get("info") or {}), "tenant_id": tenant_id, "settings": settings or {}}
+    return transaction_settings(info)
 
 
 def _commit_later(conn: AsyncConnection, driver: asyncpg.Connection[Any]) -> None:

@@ -10,7 +10,7 @@ filters (tenant via RLS, collections, metadata) drop candidates (planning.py set
 
 Two ways to send it: built per request by SQLAlchemy in an ORM session (`nearest_hits`,
 filters and access conditions of any shape), or compiled once for the driver's own
-connection (`direct_statement`, `direct_hits`: the commonest request, no filters), either the
+connection (`direct_query`, `direct_hits`: the commonest request, no filters), either the
 statement every tenant shares (the tenant a parameter) or a tenant's own (the tenant, the
 model and the limits written in as constants, planning.py says why).
 """
@@ -20,6 +20,7 @@ from __future__ import annotations
 import functools
 import uuid
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import asyncpg
@@ -28,7 +29,9 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.db.models import Chunk
 from app.db.statements import Compiled, compiled, with_constants
+from app.db.tenancy import Setting
 from app.retrieval.hits import SOURCE_COLUMNS, Hit, hit_of, ordered, with_sources
+from app.retrieval.planning import direct_settings
 from app.retrieval.requests import SearchRequest
 
 
@@ -60,13 +63,39 @@ async def nearest_hits(
     return ranked_hits(rows)
 
 
+@dataclass(frozen=True, slots=True)
+class DirectQuery:
+    """The direct path's statement, its arguments and its transaction settings, made from one
+    choice: a tenant's own statement (`kept`) runs under a kept generic plan, the statement
+    every tenant shares is planned at each run (planning.py)."""
+
+    statement: Compiled
+    arguments: list[Any]
+    settings: dict[str, Setting]
+
+
+def direct_query(
+    vector: list[float],
+    tenant_id: str,
+    model: str,
+    request: SearchRequest,
+    *,
+    exact: bool,
+    kept: bool,
+) -> DirectQuery:
+    statement, arguments = direct_statement(vector, tenant_id, model, request, exact, kept)
+    return DirectQuery(statement, arguments, direct_settings(request, tenant_id, exact, kept))
+
+
 async def direct_hits(
-    connection: asyncpg.Connection[Any], statement: Compiled, arguments: list[Any]
+    connection: asyncpg.Connection[Any], query: DirectQuery
 ) -> tuple[list[Hit], int, int]:
-    """`nearest_hits` without filters (`direct_statement`), on the driver connection, the rows
+    """`nearest_hits` without filters (`direct_query`), on the driver connection, the rows
     read as the driver returns them."""
-    records = await connection.fetch(statement.sql, *arguments)
-    return ranked_hits([dict(zip(statement.columns, record, strict=True)) for record in records])
+    records = await connection.fetch(query.statement.sql, *query.arguments)
+    return ranked_hits(
+        [dict(zip(query.statement.columns, record, strict=True)) for record in records]
+    )
 
 
 def direct_statement(

@@ -33,8 +33,8 @@ from app.retrieval.diversity import mmr
 from app.retrieval.filters import conditions
 from app.retrieval.fusion import BothScores, FusionMethod, fuse, weighted_fuse
 from app.retrieval.hits import Hit, SearchOutcome, scored_hits
-from app.retrieval.nearest import direct_hits, direct_statement, nearest_hits, nearest_scored
-from app.retrieval.planning import direct_settings, keeps_plan, search_settings
+from app.retrieval.nearest import direct_hits, direct_query, nearest_hits, nearest_scored
+from app.retrieval.planning import keeps_plan, search_settings
 from app.retrieval.requests import SearchMode, SearchRequest
 from app.retrieval.shortfall import Shortfall, explain_shortfall, threshold_shortfall
 from app.retrieval.visibility import Scope, access_lists_matter, direct_plan, visible_scope
@@ -62,15 +62,13 @@ async def search(
         # only a few chunks of the tenant gets them exactly (visibility.py). A caller not
         # counted yet in a tenant with access lists goes the session's way once, where the
         # count is made.
-        kept = keeps_plan(tenant_id)
-        statement = direct_statement(vector, tenant_id, embedder.model_id, request, exact, kept)
+        query = direct_query(
+            vector, tenant_id, embedder.model_id, request, exact=exact, kept=keeps_plan(tenant_id)
+        )
         async with scoped_connection(
-            sessions,
-            tenant_id,
-            settings=direct_settings(request, tenant_id, exact, kept),
-            read_only=True,
+            sessions, tenant_id, settings=query.settings, read_only=True
         ) as connection:
-            hits, total, measured = await direct_hits(connection, *statement)
+            hits, total, measured = await direct_hits(connection, query)
         # Fewer than top_k: the threshold's doing when enough were measured; otherwise
         # explained in a transaction of its own (rare).
         shortfall = threshold_shortfall(len(hits), measured, request.top_k, request.threshold)
