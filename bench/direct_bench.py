@@ -50,6 +50,7 @@ import math
 import time
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager, nullcontext
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -233,6 +234,32 @@ async def storage_part(
 
 
 EF_VALUES = (40, 100, 160, 300)
+
+
+@dataclass
+class WalkSamples:
+    """Timings and recall@10 of index walks (parts 4 and 4b), by (index, knob value)."""
+
+    ms: dict[tuple[str, int], list[float]] = field(default_factory=dict)
+    recall: dict[tuple[str, int], list[float]] = field(default_factory=dict)
+
+    def add(self, key: tuple[str, int], elapsed_ms: float, rows: list[Any], truth: set[Any]):
+        self.ms.setdefault(key, []).append(elapsed_ms)
+        found = {r["id"] for r in rows[:10]}
+        self.recall.setdefault(key, []).append(len(found & truth) / 10)
+
+    def rows(self, knob: str) -> list[dict[str, Any]]:
+        return [
+            {
+                "index": index,
+                knob: value,
+                "recall@10": round(float(np.mean(self.recall[(index, value)])), 3),
+                **latency_summary(values),
+            }
+            for (index, value), values in sorted(self.ms.items())
+        ]
+
+
 WALKS = {
     "vector": "embedding <=> $2",
     "halfvec": "embedding::halfvec({d}) <=> $2::halfvec({d})",
@@ -245,8 +272,7 @@ async def walk_part(
     tenant = next(t for t in loaded.tenants if t.size_class == "50%")
     dimensions = vectors[0].shape[0]
     conn = await connect_loader(superuser_url)
-    samples: dict[tuple[str, int], list[float]] = {}
-    recall: dict[tuple[str, int], list[float]] = {}
+    walks = WalkSamples()
     try:
         await conn.execute("SET maintenance_work_mem = '1GB'")
         await conn.execute(
@@ -272,21 +298,11 @@ async def walk_part(
                         rows = await conn.fetch(query, tenant.tenant_id, vector)
                         elapsed = (time.perf_counter() - began) * 1000
                     if i >= 20:
-                        samples.setdefault((kind, ef), []).append(elapsed)
-                        found = {r["id"] for r in rows[:10]}
-                        recall.setdefault((kind, ef), []).append(len(found & truth) / 10)
+                        walks.add((kind, ef), elapsed, rows, truth)
     finally:
         await conn.execute("DROP INDEX IF EXISTS bench_halfvec")
         await conn.close()
-    return [
-        {
-            "index": kind,
-            "ef_search": ef,
-            "recall@10": round(float(np.mean(recall[(kind, ef)])), 3),
-            **latency_summary(values),
-        }
-        for (kind, ef), values in sorted(samples.items())
-    ]
+    return walks.rows("ef_search")
 
 
 PROBES = (8, 16, 32, 64)
@@ -301,9 +317,9 @@ async def ivfflat_part(
     transaction (rolled back) so the planner takes the IVFFlat one."""
     tenant = next(t for t in loaded.tenants if t.size_class == "50%")
     lists = round(math.sqrt(tenant.stop - tenant.start))
+    index = f"ivfflat, lists {lists}"
     conn = await connect_loader(superuser_url)
-    samples: dict[int, list[float]] = {}
-    recall: dict[int, list[float]] = {}
+    walks = WalkSamples()
     try:
         await conn.execute("SET maintenance_work_mem = '1GB'")
         await conn.execute(
@@ -333,21 +349,11 @@ async def ivfflat_part(
                 finally:
                     await transaction.rollback()
                 if i >= 20:
-                    samples.setdefault(probes, []).append(elapsed)
-                    found = {r["id"] for r in rows[:10]}
-                    recall.setdefault(probes, []).append(len(found & truth) / 10)
+                    walks.add((index, probes), elapsed, rows, truth)
     finally:
         await conn.execute("DROP INDEX IF EXISTS bench_ivfflat")
         await conn.close()
-    return [
-        {
-            "index": f"ivfflat, lists {lists}",
-            "probes": probes,
-            "recall@10": round(float(np.mean(recall[probes])), 3),
-            **latency_summary(values),
-        }
-        for probes, values in sorted(samples.items())
-    ]
+    return walks.rows("probes")
 
 
 async def cold_part(
