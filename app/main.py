@@ -48,6 +48,7 @@ def create_app(settings: Settings | None = None, *, embedder: Embedder | None = 
                 ),
                 every_seconds=settings.auto_index_seconds,
                 min_chunks=settings.dedicated_index_min_chunks,
+                build_memory_max_mb=settings.index_build_memory_max_mb,
             ),
         ):
             yield {"resources": resources, "mcp": mcp_http}

@@ -150,6 +150,9 @@ class Settings(BaseSettings):
     dedicated_index_min_chunks: int = Field(default=5_000, ge=1)  # `rag index`
     # the service runs `rag index` itself this often when it has the owner's URL; 0: never
     auto_index_seconds: float = Field(default=300.0, ge=0)
+    # the most maintenance_work_mem a dedicated index's build gets (it gets what its graph
+    # needs: ~2.3 KB a chunk at 384 dimensions); a larger graph is finished on disk, slower
+    index_build_memory_max_mb: int = Field(default=2048, ge=64)
     query_max_chars: int = Field(default=10_000, ge=1)
 
     # MCP at /mcp (transport security against DNS rebinding: Host and Origin allowlists;

@@ -7,6 +7,7 @@ has it): index DDL is the tables' owner's. Deployments that keep that URL away f
 (the compose stack) run `rag index` from the migration service instead. Among several
 processes or replicas, a session-level advisory lock on the owner's connection lets one do a
 round while the others skip it. A round that fails is logged and tried again at the next.
+Each build gets the memory its graph needs, up to `RAG_INDEX_BUILD_MEMORY_MAX_MB`.
 """
 
 from __future__ import annotations
@@ -25,12 +26,16 @@ from app.db.tenancy import SessionMaker
 
 _log = logging.getLogger(__name__)
 LOCK_KEY = 0x7261675F69647831  # "rag_idx1": one upkeep round at a time, whatever the process
-MAINTENANCE_WORK_MEM = "256MB"
 
 
 @asynccontextmanager
 async def maintaining_indexes(
-    runtime_url: str, owner_url: str | None, *, every_seconds: float, min_chunks: int
+    runtime_url: str,
+    owner_url: str | None,
+    *,
+    every_seconds: float,
+    min_chunks: int,
+    build_memory_max_mb: int,
 ) -> AsyncIterator[None]:
     """Upkeep rounds every `every_seconds` while the block runs (none without an owner URL or
     with `every_seconds` 0)."""
@@ -43,7 +48,9 @@ async def maintaining_indexes(
     async def loop() -> None:
         while True:
             await asyncio.sleep(every_seconds)
-            await upkeep_round(sessions, owner_url, min_chunks=min_chunks)
+            await upkeep_round(
+                sessions, owner_url, min_chunks=min_chunks, build_memory_max_mb=build_memory_max_mb
+            )
 
     task = asyncio.create_task(loop())
     try:
@@ -55,7 +62,9 @@ async def maintaining_indexes(
         await engine.dispose()
 
 
-async def upkeep_round(sessions: SessionMaker, owner_url: str, *, min_chunks: int) -> bool:
+async def upkeep_round(
+    sessions: SessionMaker, owner_url: str, *, min_chunks: int, build_memory_max_mb: int
+) -> bool:
     """One round unless another process holds the lock; False when it skipped or failed."""
     try:
         async with index_connection(owner_url, maintenance_work_mem="64MB") as lock:
@@ -67,7 +76,7 @@ async def upkeep_round(sessions: SessionMaker, owner_url: str, *, min_chunks: in
                     sessions,
                     owner_url,
                     min_chunks=min_chunks,
-                    maintenance_work_mem=MAINTENANCE_WORK_MEM,
+                    build_memory_max_mb=build_memory_max_mb,
                 )
             finally:
                 await lock.execute(text("select pg_advisory_unlock(:key)"), {"key": LOCK_KEY})
@@ -77,9 +86,10 @@ async def upkeep_round(sessions: SessionMaker, owner_url: str, *, min_chunks: in
     for change in changes:
         if change.action != "kept":
             _log.info(
-                "dedicated index %s for a tenant of %d chunks in %.1f s",
+                "dedicated index %s for a tenant of %d chunks in %.1f s%s",
                 change.action,
                 change.chunks,
                 change.seconds or 0.0,
+                f" (maintenance_work_mem {change.memory})" if change.memory else "",
             )
     return True

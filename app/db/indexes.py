@@ -21,6 +21,7 @@ records its tenant in its comment; its name is a hash (tenant ids are free text)
 from __future__ import annotations
 
 import hashlib
+import math
 import time
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
@@ -52,6 +53,15 @@ DOCUMENT_INDEX_DDL = (
     f" USING hnsw (embedding vector_cosine_ops) WITH ({HNSW_OPTIONS})"
 )
 DEDICATED_PREFIX = "ix_chunks_hnsw_tenant_"
+
+# pgvector builds a graph in maintenance_work_mem and finishes on disk the part that does not
+# fit, 4-5x slower (docs/BENCHMARKS.md, "Graph parameters, a binary graph, build memory"). A
+# row of the graph in memory at m 16 is its vector (4 bytes a dimension) and ~720 bytes of
+# neighbour lists and bookkeeping: pgvector 0.8.6 reported a 4 MB graph full after 5,611 rows
+# of 8 dimensions, 1,863 of 384 and 609 of 1,536 (748, 2,251 and 6,887 bytes a row).
+GRAPH_ROW_BYTES = 750  # beyond the vector's 4 bytes a dimension; covers every measured size
+BUILD_MEMORY_SPARE = 1.1  # upper layers are drawn at random: a tenth to spare
+BUILD_MEMORY_FLOOR_MB = 64  # PostgreSQL's own default
 
 
 @dataclass(frozen=True, slots=True)
@@ -151,9 +161,41 @@ def plan_indexes(
     return IndexPlan(create=create, drop=drop, keep=keep)
 
 
-async def create_dedicated_index(conn: AsyncConnection, tenant_id: str) -> str:
-    """Build the tenant's index CONCURRENTLY, on an `index_connection`."""
+def build_memory_mb(rows: int, dimensions: int, *, ceiling_mb: int) -> int:
+    """maintenance_work_mem (MB) that holds the graph of `rows` vectors while it is built,
+    at least PostgreSQL's default and at most `ceiling_mb` (`RAG_INDEX_BUILD_MEMORY_MAX_MB`: a
+    larger graph is finished on disk, slower but whole)."""
+    needed = graph_bytes(rows, dimensions) * BUILD_MEMORY_SPARE / 2**20
+    return max(BUILD_MEMORY_FLOOR_MB, min(ceiling_mb, math.ceil(needed)))
+
+
+def graph_bytes(rows: int, dimensions: int) -> int:
+    """What pgvector's HNSW build holds in memory for `rows` vectors at m 16."""
+    return rows * (4 * dimensions + GRAPH_ROW_BYTES)
+
+
+async def embedding_dimensions(conn: AsyncConnection) -> int:
+    """The dimensions of `chunks.embedding` (a vector column's type modifier)."""
+    dimensions = await conn.scalar(
+        text(
+            "select atttypmod from pg_attribute"
+            " where attrelid = 'chunks'::regclass and attname = 'embedding'"
+        )
+    )
+    return int(dimensions)
+
+
+async def create_dedicated_index(
+    conn: AsyncConnection, tenant_id: str, *, memory_mb: int | None = None
+) -> str:
+    """Build the tenant's index CONCURRENTLY, on an `index_connection`, with `memory_mb` of
+    maintenance_work_mem when given (else the connection's)."""
     name = dedicated_index_name(tenant_id)
+    if memory_mb is not None:
+        await conn.execute(
+            text("select set_config('maintenance_work_mem', :value, false)"),
+            {"value": f"{int(memory_mb)}MB"},
+        )
     literal = await conn.scalar(
         text("select quote_literal(cast(:value as text))"), {"value": tenant_id}
     )
@@ -182,6 +224,7 @@ class IndexChange:
     chunks: int
     action: str  # kept, created, dropped, dropped (failed build); "would be …" on a dry run
     seconds: float | None
+    memory: str | None = None  # a build's maintenance_work_mem
 
 
 async def maintain_dedicated_indexes(
@@ -189,17 +232,21 @@ async def maintain_dedicated_indexes(
     owner_url: str,
     *,
     min_chunks: int,
-    maintenance_work_mem: str,
+    build_memory_max_mb: int,
+    maintenance_work_mem: str | None = None,
     dry_run: bool = False,
 ) -> list[IndexChange]:
     """What `rag index` and the service's own upkeep (app/db/autoindex.py) do: count each
     tenant's chunks as the runtime role, then drop and build dedicated indexes as the owner,
-    CONCURRENTLY, by `plan_indexes`."""
+    CONCURRENTLY, by `plan_indexes`. Each build gets the memory its graph needs
+    (`build_memory_mb`, up to `build_memory_max_mb`), or `maintenance_work_mem` when given."""
     # every chunk counts, whoever may read it: the service's own bookkeeping
     counts = await chunk_counts(reading_as(sessions, EVERY_DOCUMENT))
     changes: list[IndexChange] = []
-    async with index_connection(owner_url, maintenance_work_mem=maintenance_work_mem) as conn:
+    fixed = maintenance_work_mem or f"{BUILD_MEMORY_FLOOR_MB}MB"
+    async with index_connection(owner_url, maintenance_work_mem=fixed) as conn:
         plan = plan_indexes(counts, await dedicated_indexes(conn), min_chunks=min_chunks)
+        dimensions = await embedding_dimensions(conn) if plan.create else 0
         for index in plan.keep:
             changes.append(
                 IndexChange(index.tenant_id, counts.get(index.tenant_id, 0), "kept", None)
@@ -213,10 +260,18 @@ async def maintain_dedicated_indexes(
                 IndexChange(index.tenant_id, counts.get(index.tenant_id, 0), action, _since(began))
             )
         for tenant_id in plan.create:
+            memory_mb = None
+            if maintenance_work_mem is None:
+                memory_mb = build_memory_mb(
+                    counts[tenant_id], dimensions, ceiling_mb=build_memory_max_mb
+                )
+            memory = maintenance_work_mem or f"{memory_mb}MB"
             began = time.perf_counter()
             if not dry_run:
-                await create_dedicated_index(conn, tenant_id)
-            changes.append(IndexChange(tenant_id, counts[tenant_id], "created", _since(began)))
+                await create_dedicated_index(conn, tenant_id, memory_mb=memory_mb)
+            changes.append(
+                IndexChange(tenant_id, counts[tenant_id], "created", _since(began), memory)
+            )
     if dry_run:
         return [
             c if c.action == "kept" else replace(c, action=f"would be {c.action}", seconds=None)

@@ -155,12 +155,23 @@ def test_ingest_and_search_a_folder(env: dict[str, str], tmp_path: Path) -> None
     assert indexed.returncode == 0, indexed.stderr
     assert "docs-co" in indexed.stdout
     assert "created" in indexed.stdout
+    assert "64MB" in indexed.stdout  # a small graph's build memory: PostgreSQL's default
     kept = rag("index", "--min-chunks", "2", "--dry-run", env=env)
     assert "kept" in kept.stdout
     assert "created" not in kept.stdout
     assert "nothing to do" in kept.stdout
     dropped = rag("index", "--min-chunks", "100", env=env)
     assert "dropped" in dropped.stdout
+    refused = rag("index", "--min-chunks", "2", "--maintenance-work-mem", "lots", env=env)
+    assert refused.returncode == 2
+    assert "is not a size such as 512MB" in refused.stderr
+    untouched = rag("index", "--min-chunks", "2", "--dry-run", env=env)
+    assert "would be created" in untouched.stdout  # the refusal built nothing
+    fixed = rag("index", "--min-chunks", "2", "--maintenance-work-mem", "100MB", env=env)
+    assert fixed.returncode == 0, fixed.stderr
+    assert "created" in fixed.stdout
+    assert "100MB" in fixed.stdout
+    assert "dropped" in rag("index", "--min-chunks", "100", env=env).stdout
 
     built = rag("context", "lava eruption", "--tenant", "docs-co", "--max-results", "1", env=env)
     assert built.returncode == 0, built.stderr

@@ -193,7 +193,9 @@ async def test_the_service_gives_a_tenant_that_crossed_the_threshold_its_own_ind
     try:
         big = await seeded_tenant(sessions, 40)
         small = await seeded_tenant(sessions, 5)
-        async with maintaining_indexes(app_url, owner_url, every_seconds=0.2, min_chunks=20):
+        async with maintaining_indexes(
+            app_url, owner_url, every_seconds=0.2, min_chunks=20, build_memory_max_mb=64
+        ):
             for _ in range(100):
                 async with index_connection(owner_url, maintenance_work_mem="64MB") as conn:
                     built = {i.tenant_id for i in await dedicated_indexes(conn) if i.valid}
@@ -204,8 +206,10 @@ async def test_the_service_gives_a_tenant_that_crossed_the_threshold_its_own_ind
         assert small not in built
         async with index_connection(owner_url, maintenance_work_mem="64MB") as holder:
             await holder.execute(text("select pg_advisory_lock(:key)"), {"key": LOCK_KEY})
-            assert not await upkeep_round(sessions, owner_url, min_chunks=20)
-        assert await upkeep_round(sessions, owner_url, min_chunks=20)
+            assert not await upkeep_round(
+                sessions, owner_url, min_chunks=20, build_memory_max_mb=64
+            )
+        assert await upkeep_round(sessions, owner_url, min_chunks=20, build_memory_max_mb=64)
         assert await _ef_search(sessions, big, None) == {str(EF_STEPS[0][1])}
     finally:
         await engine.dispose()
