@@ -79,9 +79,11 @@ from harness import (
 from sqlalchemy import event, func, select, text
 
 from app.db.indexes import (
+    build_memory_mb,
     chunk_counts,
     create_dedicated_index,
     dedicated_indexes,
+    embedding_dimensions,
     index_connection,
     plan_indexes,
 )
@@ -430,6 +432,8 @@ class Synthetic:
     m: int = 16
     ef_construction: int = 64
     dedicated_min_chunks: int | None = 5_000  # `rag index` after the load; None: no indexes
+    # index builds get the memory their graph needs, as the service's do, up to this
+    build_memory_max_mb: int = 4096
 
 
 def synthetic_vectors(
@@ -519,7 +523,8 @@ async def load_size(
         timings["copy_s"] = round(time.perf_counter() - began, 2)
         log(f"  COPY {size} chunks: {timings['copy_s']} s; building the HNSW index")
         began = time.perf_counter()
-        await conn.execute("SET maintenance_work_mem = '1GB'")
+        memory_mb = build_memory_mb(size, base.shape[1], ceiling_mb=spec.build_memory_max_mb)
+        await conn.execute(f"SET maintenance_work_mem = '{memory_mb}MB'")
         await conn.execute(
             HNSW_DEFINITION.replace("m = 16", f"m = {spec.m}").replace(
                 "ef_construction = 64", f"ef_construction = {spec.ef_construction}"
@@ -532,7 +537,9 @@ async def load_size(
         timings["vacuum_analyze_s"] = round(time.perf_counter() - began, 2)
         if spec.dedicated_min_chunks is not None:
             began = time.perf_counter()
-            created = await dedicated_indexes_for(db, spec.dedicated_min_chunks)
+            created = await dedicated_indexes_for(
+                db, spec.dedicated_min_chunks, ceiling_mb=spec.build_memory_max_mb
+            )
             timings["dedicated_indexes"] = len(created)
             timings["dedicated_build_s"] = round(time.perf_counter() - began, 2)
             await conn.execute("ANALYZE chunks")
@@ -549,27 +556,40 @@ async def load_size(
 
 
 async def synthetic_tenants(
-    db: BenchDatabase, size: int, queries: int
+    db: BenchDatabase, size: int, queries: int, spec: Synthetic | None = None
 ) -> tuple[StubEmbedder, Loaded]:
     """What the service-only benches search: the local model's vectors of the first `queries`
     NFCorpus query texts, returned by a stub embedder (`.vectors`, in query order), and `size`
-    synthetic chunks loaded in the tenant layout."""
+    synthetic chunks loaded in the tenant layout (`spec`: how, by default as the service's
+    own indexes would be)."""
     local, _chunker, embedder, corpus, base = await corpus_vectors(db.settings)
     texts = query_pool(set())[:queries]
     vectors = {text: await embedder.embed_query(text) for text in texts}
     embedder.save()
     stub = StubEmbedder(local.model_id, local.dimensions, vectors)
     log(f"loading {size} chunks")
-    loaded = await load_size(db, size, corpus, base, spec=Synthetic(), model_id=local.model_id)
+    spec = spec or Synthetic()
+    loaded = await load_size(db, size, corpus, base, spec=spec, model_id=local.model_id)
     return stub, loaded
 
 
-async def dedicated_indexes_for(db: BenchDatabase, min_chunks: int) -> list[str]:
-    """What `rag index --min-chunks N` does: a dedicated HNSW index per large tenant."""
+async def dedicated_indexes_for(
+    db: BenchDatabase, min_chunks: int, *, ceiling_mb: int
+) -> list[str]:
+    """What `rag index --min-chunks N` does: a dedicated HNSW index per large tenant, each
+    built with the memory its graph needs."""
     counts = await chunk_counts(db.sessions)
-    async with index_connection(db.owner_url, maintenance_work_mem="1GB") as conn:
+    async with index_connection(db.owner_url, maintenance_work_mem="64MB") as conn:
         plan = plan_indexes(counts, await dedicated_indexes(conn), min_chunks=min_chunks)
-        return [await create_dedicated_index(conn, tenant_id) for tenant_id in plan.create]
+        dimensions = await embedding_dimensions(conn)
+        return [
+            await create_dedicated_index(
+                conn,
+                tenant_id,
+                memory_mb=build_memory_mb(counts[tenant_id], dimensions, ceiling_mb=ceiling_mb),
+            )
+            for tenant_id in plan.create
+        ]
 
 
 # --- (b) service-only latency and (c) recall ----------------------------------------------------
@@ -999,6 +1019,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
                 m=args.m,
                 ef_construction=args.ef_construction,
                 dedicated_min_chunks=None if args.no_dedicated else args.dedicated_min_chunks,
+                build_memory_max_mb=args.build_memory_max_mb,
             )
             loaded = await load_size(db, size, corpus, base, spec=spec, model_id=local.model_id)
             entry: dict[str, Any] = {
@@ -1162,6 +1183,12 @@ def main() -> None:
         help="after loading, `rag index --min-chunks N` (the service's default: 5000)",
     )
     parser.add_argument("--no-dedicated", action="store_true", help="no dedicated indexes")
+    parser.add_argument(
+        "--build-memory-max-mb",
+        type=int,
+        default=4096,
+        help="index builds get the memory their graph needs, up to this",
+    )
     parser.add_argument("--skip-ndcg", action="store_true")
     parser.add_argument("--skip-latency", action="store_true")
     parser.add_argument("--skip-http", action="store_true")

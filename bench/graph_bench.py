@@ -1,0 +1,243 @@
+"""Other graphs for the largest tenant, and what its index build needs, measured in one run.
+
+    .venv/bin/python bench/graph_bench.py [--chunks 100000] [--queries 100] [--parts 1,2,3]
+        [--graphs 16:64,12:128,...] [--ef 60,80,...] [--database-url URL]
+
+Data and tenants as search_bench.py (b) and direct_bench.py. Everything is about the 50%
+tenant, whose graph walk is what is left of its search (direct_bench.py, part 4):
+
+1. graph parameters: the tenant's 40 nearest through partial HNSW indexes of its rows built
+   with other m and ef_construction (the service's: m 16, ef_construction 64), every query
+   through every graph in turn at each ef_search (each walk in a transaction that drops the
+   other graphs and is rolled back, so the planner takes the one measured), with recall@10
+   against exact search. The dropped indexes cost each walk a little planning, the same for
+   every graph: compare the rows with each other, not with direct_bench's part 4.
+2. a binary-quantised graph (`binary_quantize(embedding)::bit(n)`, Hamming distance, 1 bit a
+   dimension) whose first `ef_search` candidates are re-ranked by exact cosine distance.
+3. builds: the tenant's dedicated index built CONCURRENTLY as the service builds it, with the
+   maintenance_work_mem the service gives it (app/db/indexes.py: build_memory_mb), and with a
+   half and a quarter of what the graph needs (that figure without its 64 MB floor), each
+   with PostgreSQL's default 2 parallel workers and with none; pgvector's notice tells where
+   the graph stopped fitting.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import math
+import re
+import time
+from typing import Any
+
+import asyncpg
+import numpy as np
+from direct_bench import WalkSamples, walk_table
+from harness import (
+    bench_database,
+    connect_loader,
+    log,
+    print_table,
+    write_json,
+)
+from search_bench import Loaded, Synthetic, TenantSlice, exact_top, synthetic_tenants
+
+from app.db.indexes import BUILD_MEMORY_SPARE, build_memory_mb, graph_bytes
+
+GRAPHS = "16:64,12:128,12:200,16:200,10:200"  # m:ef_construction
+EF_VALUES = "60,80,100,130,160"
+BIT_EF_VALUES = (100, 200, 400)
+WARMUP = 10
+
+
+async def parameters_part(
+    conn: asyncpg.Connection,
+    loaded: Loaded,
+    tenant: TenantSlice,
+    vectors: list[np.ndarray],
+    graphs: list[tuple[int, int]],
+    ef_values: list[int],
+) -> tuple[list[dict[str, Any]], dict[str, float]]:
+    builds: dict[str, float] = {}
+    names = []
+    memory_mb = build_memory_mb(tenant.stop - tenant.start, vectors[0].shape[0], ceiling_mb=4096)
+    await conn.execute(f"SET maintenance_work_mem = '{memory_mb}MB'")
+    for m, ef_construction in graphs:
+        name = f"bench_m{m}_efc{ef_construction}"
+        began = time.perf_counter()
+        await conn.execute(
+            f"CREATE INDEX {name} ON chunks USING hnsw (embedding vector_cosine_ops)"
+            f" WITH (m = {m}, ef_construction = {ef_construction})"
+            f" WHERE tenant_id = '{tenant.tenant_id}'"
+        )
+        builds[name] = round(time.perf_counter() - began, 1)
+        names.append(name)
+    await conn.execute("ANALYZE chunks")
+    query = "SELECT id FROM chunks WHERE tenant_id = $1 ORDER BY embedding <=> $2 LIMIT 40"
+    walks = WalkSamples()
+    try:
+        for i, vector in enumerate([*vectors[:WARMUP], *vectors]):
+            truth = exact_top(loaded, tenant, vector)
+            for ef in ef_values:
+                for name in names if i % 2 else names[::-1]:
+                    transaction = conn.transaction()
+                    await transaction.start()
+                    try:  # rolled back: the DROP INDEX never happens
+                        for other in names:
+                            if other != name:
+                                await conn.execute(f"DROP INDEX {other}")
+                        await conn.execute(f"SET LOCAL hnsw.ef_search = {ef}")
+                        await conn.execute("SET LOCAL enable_sort = off")  # walk the graph
+                        await conn.execute("SET LOCAL plan_cache_mode = force_custom_plan")
+                        began = time.perf_counter()
+                        rows = await conn.fetch(query, tenant.tenant_id, vector)
+                        elapsed = (time.perf_counter() - began) * 1000
+                    finally:
+                        await transaction.rollback()
+                    if i >= WARMUP:
+                        walks.add((name.removeprefix("bench_"), ef), elapsed, rows, truth)
+    finally:
+        for name in names:
+            await conn.execute(f"DROP INDEX IF EXISTS {name}")
+    return walks.rows("ef_search"), builds
+
+
+async def binary_part(
+    conn: asyncpg.Connection, loaded: Loaded, tenant: TenantSlice, vectors: list[np.ndarray]
+) -> tuple[list[dict[str, Any]], dict[str, float]]:
+    bits = vectors[0].shape[0]
+    quantised = f"binary_quantize(embedding)::bit({bits})"
+    began = time.perf_counter()
+    await conn.execute(
+        f"CREATE INDEX bench_bit ON chunks USING hnsw (({quantised}) bit_hamming_ops)"
+        f" WITH (m = 16, ef_construction = 64) WHERE tenant_id = '{tenant.tenant_id}'"
+    )
+    build = {
+        "build_s": round(time.perf_counter() - began, 1),
+        "mb": round(await conn.fetchval("SELECT pg_relation_size('bench_bit')") / 2**20, 1),
+    }
+    await conn.execute("ANALYZE chunks")
+    walks = WalkSamples()
+    try:
+        for i, vector in enumerate([*vectors[:WARMUP], *vectors]):
+            truth = exact_top(loaded, tenant, vector)
+            for ef in BIT_EF_VALUES:
+                query = (
+                    "SELECT id FROM (SELECT id, embedding FROM chunks WHERE tenant_id = $1"
+                    f" ORDER BY {quantised} <~> binary_quantize($2::vector)::bit({bits})"
+                    f" LIMIT {ef}) candidates ORDER BY embedding <=> $2 LIMIT 40"
+                )
+                async with conn.transaction():
+                    await conn.execute(f"SET LOCAL hnsw.ef_search = {ef}")
+                    await conn.execute("SET LOCAL plan_cache_mode = force_custom_plan")
+                    began = time.perf_counter()
+                    rows = await conn.fetch(query, tenant.tenant_id, vector)
+                    elapsed = (time.perf_counter() - began) * 1000
+                if i >= WARMUP:
+                    walks.add(("bit, re-ranked", ef), elapsed, rows, truth)
+    finally:
+        await conn.execute("DROP INDEX IF EXISTS bench_bit")
+    return walks.rows("ef_search"), build
+
+
+SPILLED = re.compile(r"no longer fits into maintenance_work_mem after (\d+) tuples")
+
+
+async def builds_part(
+    conn: asyncpg.Connection, tenant: TenantSlice, dimensions: int, ceiling_mb: int
+) -> list[dict[str, Any]]:
+    rows_in_graph = tenant.stop - tenant.start
+    sized = build_memory_mb(rows_in_graph, dimensions, ceiling_mb=ceiling_mb)
+    needed = graph_bytes(rows_in_graph, dimensions) * BUILD_MEMORY_SPARE / 2**20
+    notices: list[str] = []
+    conn.add_log_listener(lambda _conn, message: notices.append(message.message))
+    rows = []
+    shares = (("sized", sized), ("1/2 of it", needed / 2), ("1/4 of it", needed / 4))
+    for share, memory in shares:
+        memory_mb = math.ceil(memory)
+        for workers in (2, 0):
+            notices.clear()
+            await conn.execute(f"SET maintenance_work_mem = '{memory_mb}MB'")
+            await conn.execute(f"SET max_parallel_maintenance_workers = {workers}")
+            began = time.perf_counter()
+            await conn.execute(
+                "CREATE INDEX CONCURRENTLY bench_build ON chunks"
+                " USING hnsw (embedding vector_cosine_ops) WITH (m = 16, ef_construction = 64)"
+                f" WHERE tenant_id = '{tenant.tenant_id}'"
+            )
+            elapsed = time.perf_counter() - began
+            await asyncio.sleep(0)  # notices arrive through the event loop
+            spilled = [int(m.group(1)) for n in notices if (m := SPILLED.search(n))]
+            await conn.execute("DROP INDEX bench_build")
+            rows.append(
+                {
+                    "memory": f"{share} ({memory_mb} MB)",
+                    "workers": workers,
+                    "build_s": round(elapsed, 1),
+                    "in_memory_rows": spilled[0] if spilled else rows_in_graph,
+                }
+            )
+            log(f"  build with {memory_mb} MB, {workers} workers: {elapsed:.1f} s")
+    await conn.execute("RESET maintenance_work_mem")
+    await conn.execute("RESET max_parallel_maintenance_workers")
+    return rows
+
+
+async def run(args: argparse.Namespace) -> dict[str, Any]:
+    graphs = [(int(m), int(efc)) for m, efc in (g.split(":") for g in args.graphs.split(","))]
+    ef_values = [int(ef) for ef in args.ef.split(",")]
+    results: dict[str, Any] = {}
+    async with bench_database(superuser_url=args.database_url) as db:
+        # no dedicated indexes: each part builds the ones it measures
+        spec = Synthetic(dedicated_min_chunks=None)
+        stub, loaded = await synthetic_tenants(db, args.chunks, args.queries, spec)
+        vectors = [np.asarray(v, dtype=np.float32) for v in stub.vectors.values()]
+        tenant = next(t for t in loaded.tenants if t.size_class == "50%")
+        conn = await connect_loader(db.superuser_url)
+        try:
+            await conn.execute("SET maintenance_work_mem = '1GB'")
+            results["load"] = loaded.timings
+            if "1" in args.parts:
+                log("1. graph parameters, walked interleaved")
+                walks, builds = await parameters_part(
+                    conn, loaded, tenant, vectors, graphs, ef_values
+                )
+                walk_table("1. the 50% tenant's 40 nearest by graph parameters, ms", walks)
+                print(f"builds, s: {builds}")  # noqa: T201
+                results |= {"graphs": walks, "graph_builds_s": builds}
+            if "2" in args.parts:
+                log("2. a binary-quantised graph, re-ranked by exact distance")
+                walks, build = await binary_part(conn, loaded, tenant, vectors)
+                walk_table("2. binary-quantised graph, exact re-rank of the candidates", walks)
+                print(f"build: {build}")  # noqa: T201
+                results |= {"binary": walks, "binary_build": build}
+            if "3" in args.parts:
+                log("3. the dedicated index's build by memory and parallel workers")
+                rows = await builds_part(conn, tenant, vectors[0].shape[0], args.ceiling_mb)
+                print_table(
+                    f"3. building the 50% tenant's graph ({tenant.stop - tenant.start:,} rows)",
+                    ["maintenance_work_mem", "workers", "build s", "rows built in memory"],
+                    [[r["memory"], r["workers"], r["build_s"], r["in_memory_rows"]] for r in rows],
+                )
+                results["builds"] = rows
+        finally:
+            await conn.close()
+    return results
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--chunks", type=int, default=100_000)
+    parser.add_argument("--queries", type=int, default=100)
+    parser.add_argument("--parts", default="1,2,3")
+    parser.add_argument("--graphs", default=GRAPHS, help="part 1: m:ef_construction,...")
+    parser.add_argument("--ef", default=EF_VALUES, help="part 1: ef_search values")
+    parser.add_argument("--ceiling-mb", type=int, default=2048, help="as the service's default")
+    parser.add_argument("--database-url", help="a superuser URL instead of the embedded server")
+    args = parser.parse_args()
+    results = asyncio.run(run(args))
+    print(f"JSON: {write_json('graph_bench', {'args': vars(args), **results})}")  # noqa: T201
+
+
+if __name__ == "__main__":
+    main()
