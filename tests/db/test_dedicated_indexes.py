@@ -129,6 +129,10 @@ async def test_a_search_uses_the_tenants_dedicated_index_and_finds_the_same(
 
     name = await create_dedicated_index(owner, tenant_id)
     assert DedicatedIndex(name, tenant_id, valid=True) in await dedicated_indexes(owner)
+    options = await owner.scalar(
+        text("select reloptions from pg_class where relname = :name"), {"name": name}
+    )
+    assert options == ["m=12", "ef_construction=128"]  # the dedicated graph's, not the shared
     try:
         assert name in await vector_plan(app_engine, sessions, tenant_id)
         elsewhere = await vector_plan(app_engine, sessions, other)
