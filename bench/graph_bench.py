@@ -42,7 +42,7 @@ from harness import (
 )
 from search_bench import Loaded, Synthetic, TenantSlice, exact_top, synthetic_tenants
 
-from app.db.indexes import BUILD_MEMORY_SPARE, build_memory_mb, graph_bytes
+from app.db.indexes import build_memory_bytes, build_memory_mb
 
 GRAPHS = "16:64,12:128,12:200,16:200,10:200"  # m:ef_construction
 EF_VALUES = "60,80,100,130,160"
@@ -57,10 +57,13 @@ async def parameters_part(
     vectors: list[np.ndarray],
     graphs: list[tuple[int, int]],
     ef_values: list[int],
+    ceiling_mb: int,
 ) -> tuple[list[dict[str, Any]], dict[str, float]]:
     builds: dict[str, float] = {}
     names = []
-    memory_mb = build_memory_mb(tenant.stop - tenant.start, vectors[0].shape[0], ceiling_mb=4096)
+    memory_mb = build_memory_mb(
+        tenant.stop - tenant.start, vectors[0].shape[0], ceiling_mb=ceiling_mb
+    )
     await conn.execute(f"SET maintenance_work_mem = '{memory_mb}MB'")
     for m, ef_construction in graphs:
         name = f"bench_m{m}_efc{ef_construction}"
@@ -148,7 +151,7 @@ async def builds_part(
 ) -> list[dict[str, Any]]:
     rows_in_graph = tenant.stop - tenant.start
     sized = build_memory_mb(rows_in_graph, dimensions, ceiling_mb=ceiling_mb)
-    needed = graph_bytes(rows_in_graph, dimensions) * BUILD_MEMORY_SPARE / 2**20
+    needed = build_memory_bytes(rows_in_graph, dimensions) / 2**20
     notices: list[str] = []
     conn.add_log_listener(lambda _conn, message: notices.append(message.message))
     rows = []
@@ -200,7 +203,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
             if "1" in args.parts:
                 log("1. graph parameters, walked interleaved")
                 walks, builds = await parameters_part(
-                    conn, loaded, tenant, vectors, graphs, ef_values
+                    conn, loaded, tenant, vectors, graphs, ef_values, args.ceiling_mb
                 )
                 walk_table("1. the 50% tenant's 40 nearest by graph parameters, ms", walks)
                 print(f"builds, s: {builds}")  # noqa: T201

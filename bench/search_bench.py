@@ -80,12 +80,7 @@ from sqlalchemy import event, func, select, text
 
 from app.db.indexes import (
     build_memory_mb,
-    chunk_counts,
-    create_dedicated_index,
-    dedicated_indexes,
-    embedding_dimensions,
-    index_connection,
-    plan_indexes,
+    maintain_dedicated_indexes,
 )
 from app.db.models import Chunk
 from app.db.tenancy import tenant_transaction
@@ -577,19 +572,11 @@ async def dedicated_indexes_for(
     db: BenchDatabase, min_chunks: int, *, ceiling_mb: int
 ) -> list[str]:
     """What `rag index --min-chunks N` does: a dedicated HNSW index per large tenant, each
-    built with the memory its graph needs."""
-    counts = await chunk_counts(db.sessions)
-    async with index_connection(db.owner_url, maintenance_work_mem="64MB") as conn:
-        plan = plan_indexes(counts, await dedicated_indexes(conn), min_chunks=min_chunks)
-        dimensions = await embedding_dimensions(conn)
-        return [
-            await create_dedicated_index(
-                conn,
-                tenant_id,
-                memory_mb=build_memory_mb(counts[tenant_id], dimensions, ceiling_mb=ceiling_mb),
-            )
-            for tenant_id in plan.create
-        ]
+    built with the memory its graph needs; the tenants whose index was built."""
+    changes = await maintain_dedicated_indexes(
+        db.sessions, db.owner_url, min_chunks=min_chunks, build_memory_max_mb=ceiling_mb
+    )
+    return [change.tenant_id for change in changes if change.action == "created"]
 
 
 # --- (b) service-only latency and (c) recall ----------------------------------------------------

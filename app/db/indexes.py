@@ -171,8 +171,13 @@ def build_memory_mb(rows: int, dimensions: int, *, ceiling_mb: int) -> int:
     """maintenance_work_mem (MB) that holds the graph of `rows` vectors while it is built,
     at least PostgreSQL's default and at most `ceiling_mb` (`RAG_INDEX_BUILD_MEMORY_MAX_MB`: a
     larger graph is finished on disk, slower but whole)."""
-    needed = graph_bytes(rows, dimensions) * BUILD_MEMORY_SPARE / 2**20
-    return max(BUILD_MEMORY_FLOOR_MB, min(ceiling_mb, math.ceil(needed)))
+    needed = math.ceil(build_memory_bytes(rows, dimensions) / 2**20)
+    return max(BUILD_MEMORY_FLOOR_MB, min(ceiling_mb, needed))
+
+
+def build_memory_bytes(rows: int, dimensions: int) -> int:
+    """The graph's memory with a tenth to spare, before the floor and the ceiling."""
+    return math.ceil(graph_bytes(rows, dimensions) * BUILD_MEMORY_SPARE)
 
 
 def graph_bytes(rows: int, dimensions: int) -> int:
@@ -193,15 +198,15 @@ async def embedding_dimensions(conn: AsyncConnection) -> int:
 
 
 async def create_dedicated_index(
-    conn: AsyncConnection, tenant_id: str, *, memory_mb: int | None = None
+    conn: AsyncConnection, tenant_id: str, *, maintenance_work_mem: str | None = None
 ) -> str:
-    """Build the tenant's index CONCURRENTLY, on an `index_connection`, with `memory_mb` of
-    maintenance_work_mem when given (else the connection's)."""
+    """Build the tenant's index CONCURRENTLY, on an `index_connection`, with
+    `maintenance_work_mem` when given (else the connection's)."""
     name = dedicated_index_name(tenant_id)
-    if memory_mb is not None:
+    if maintenance_work_mem is not None:
         await conn.execute(
             text("select set_config('maintenance_work_mem', :value, false)"),
-            {"value": f"{int(memory_mb)}MB"},
+            {"value": maintenance_work_mem},
         )
     literal = await conn.scalar(
         text("select quote_literal(cast(:value as text))"), {"value": tenant_id}
@@ -250,8 +255,8 @@ async def maintain_dedicated_indexes(
     # every chunk counts, whoever may read it: the service's own bookkeeping
     counts = await chunk_counts(reading_as(sessions, EVERY_DOCUMENT))
     changes: list[IndexChange] = []
-    fixed = maintenance_work_mem or f"{BUILD_MEMORY_FLOOR_MB}MB"
-    async with index_connection(owner_url, maintenance_work_mem=fixed) as conn:
+    floor = f"{BUILD_MEMORY_FLOOR_MB}MB"  # each build sets its own
+    async with index_connection(owner_url, maintenance_work_mem=floor) as conn:
         plan = plan_indexes(counts, await dedicated_indexes(conn), min_chunks=min_chunks)
         dimensions = await embedding_dimensions(conn) if plan.create else 0
         for index in plan.keep:
@@ -267,15 +272,11 @@ async def maintain_dedicated_indexes(
                 IndexChange(index.tenant_id, counts.get(index.tenant_id, 0), action, _since(began))
             )
         for tenant_id in plan.create:
-            memory_mb = None
-            if maintenance_work_mem is None:
-                memory_mb = build_memory_mb(
-                    counts[tenant_id], dimensions, ceiling_mb=build_memory_max_mb
-                )
-            memory = maintenance_work_mem or f"{memory_mb}MB"
+            sized = build_memory_mb(counts[tenant_id], dimensions, ceiling_mb=build_memory_max_mb)
+            memory = maintenance_work_mem or f"{sized}MB"
             began = time.perf_counter()
             if not dry_run:
-                await create_dedicated_index(conn, tenant_id, memory_mb=memory_mb)
+                await create_dedicated_index(conn, tenant_id, maintenance_work_mem=memory)
             changes.append(
                 IndexChange(tenant_id, counts[tenant_id], "created", _since(began), memory)
             )

@@ -9,12 +9,7 @@ import math
 import asyncpg
 import pytest
 
-from app.db.indexes import (
-    BUILD_MEMORY_FLOOR_MB,
-    BUILD_MEMORY_SPARE,
-    build_memory_mb,
-    graph_bytes,
-)
+from app.db.indexes import BUILD_MEMORY_FLOOR_MB, build_memory_bytes, build_memory_mb
 from tests.conftest import DatabaseUrls
 
 SPILLED = "hnsw graph no longer fits into maintenance_work_mem"
@@ -54,7 +49,7 @@ async def test_the_estimate_holds_pgvectors_graph_and_is_not_twice_it(
             f" FROM generate_series(1, {dimensions}) WHERE g > 0)::vector"
             f" FROM generate_series(1, {rows}) g"
         )
-        given_kb = math.ceil(graph_bytes(rows, dimensions) * BUILD_MEMORY_SPARE / 1024)
+        given_kb = math.ceil(build_memory_bytes(rows, dimensions) / 1024)
         assert not await spilled(conn, given_kb)
         assert await spilled(conn, given_kb // 2)
     finally:
