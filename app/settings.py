@@ -65,6 +65,9 @@ class Settings(BaseSettings):
     database_url: SecretStr | None = None
     migration_database_url: SecretStr | None = None
     data_dir: Path = Field(default_factory=default_data_dir)
+    # the embedded server's shared buffers; unset: a quarter of the machine's (or container's)
+    # memory, 128MB to 16GB (app/db/tuning.py). Not used with RAG_DATABASE_URL.
+    embedded_shared_buffers_mb: int | None = Field(default=None, ge=16)
     db_pool_size: int = Field(default=10, ge=1, le=200)
     # Every statement of a request is cancelled past this (PostgreSQL's statement_timeout);
     # 0 turns it off. Maintenance commands (migrate, index, bm25 rebuild) are not bound.

@@ -1,7 +1,7 @@
 """Other graphs for the largest tenant, and what its index build needs, measured in one run.
 
     .venv/bin/python bench/graph_bench.py [--chunks 100000] [--queries 100] [--parts 1,2,3]
-        [--graphs 16:64,12:128,...] [--ef 60,80,...] [--database-url URL]
+        [--graphs 16:64,12:128,...] [--ef 60,80,...] [--buffers 512MB,6GB] [--database-url URL]
 
 Data and tenants as search_bench.py (b) and direct_bench.py. Everything is about the 50%
 tenant, whose graph walk is what is left of its search (direct_bench.py, part 4):
@@ -19,6 +19,11 @@ tenant, whose graph walk is what is left of its search (direct_bench.py, part 4)
    half and a quarter of what the graph needs (that figure without its 64 MB floor), each
    with PostgreSQL's default 2 parallel workers and with none; pgvector's notice tells where
    the graph stopped fitting.
+4. shared buffers: the service's own searches (`search`, ef_search by its rule) of every
+   tenant size once the service's dedicated indexes are built, with the embedded server
+   restarted at each `--buffers` value in turn. Every query is searched once to warm the
+   caches, then again measured, with recall@10 against exact search and the share of the
+   chunks' table and index pages that came from outside shared buffers (pg_statio_user_tables).
 """
 
 from __future__ import annotations
@@ -32,17 +37,32 @@ from typing import Any
 
 import asyncpg
 import numpy as np
-from direct_bench import WalkSamples, walk_table
+from direct_bench import CLASSES, WalkSamples, timed_search, walk_table
 from harness import (
+    BenchDatabase,
     bench_database,
     connect_loader,
+    latency_summary,
     log,
     print_table,
+    restart_with,
     write_json,
 )
-from search_bench import Loaded, Synthetic, TenantSlice, exact_top, synthetic_tenants
+from search_bench import (
+    Loaded,
+    StubEmbedder,
+    Synthetic,
+    TenantSlice,
+    dedicated_indexes_for,
+    exact_top,
+    pick_tenant,
+    synthetic_tenants,
+)
 
 from app.db.indexes import build_memory_bytes, build_memory_mb
+from app.db.settings_sql import scope_message
+from app.db.tenancy import transaction_settings
+from app.retrieval import SearchRequest, nearest
 
 GRAPHS = "16:64,12:128,12:200,16:200,10:200"  # m:ef_construction
 EF_VALUES = "60,80,100,130,160"
@@ -186,6 +206,92 @@ async def builds_part(
     return rows
 
 
+async def block_reads(db: BenchDatabase) -> tuple[int, int]:
+    await asyncio.sleep(11)  # an idle backend reports its counts within 10 s (PostgreSQL 15+)
+    conn = await asyncpg.connect(db.superuser_url)
+    try:
+        row = await conn.fetchrow(
+            "SELECT heap_blks_hit + idx_blks_hit AS hit, heap_blks_read + idx_blks_read AS read"
+            " FROM pg_statio_user_tables WHERE relname = 'chunks'"
+        )
+    finally:
+        await conn.close()
+    return int(row["hit"]), int(row["read"])
+
+
+SLOWEST = 3
+
+
+async def explained(db: BenchDatabase, stub: StubEmbedder, tenant_id: str, query: str) -> str:
+    """EXPLAIN (ANALYZE, BUFFERS) of the tenant's own direct statement for `query`."""
+    request = SearchRequest(query=query, top_k=10, threshold=None)
+    statement = nearest.direct_query(
+        stub.vectors[query], tenant_id, stub.model_id, request, exact=False, kept=True
+    )
+    scope = scope_message(
+        "BEGIN", transaction_settings({"tenant_id": tenant_id, "settings": statement.settings})
+    )
+    conn = await connect_loader(db.app_url)
+    try:
+        await conn.execute(scope)
+        rows = await conn.fetch(
+            f"EXPLAIN (ANALYZE, BUFFERS, COSTS OFF) {statement.statement.sql}",
+            *statement.arguments,
+        )
+        await conn.execute("ROLLBACK")
+    finally:
+        await conn.close()
+    return re.sub(r"'\[[^']*\]'", "'[...]'", "\n".join(row[0] for row in rows))
+
+
+async def buffers_part(
+    db: BenchDatabase, loaded: Loaded, stub: StubEmbedder, buffers: list[str], ceiling_mb: int
+) -> list[dict[str, Any]]:
+    built = await dedicated_indexes_for(
+        db, Synthetic().dedicated_min_chunks or 0, ceiling_mb=ceiling_mb
+    )
+    log(f"  {len(built)} dedicated indexes built")
+    queries = list(stub.vectors)
+    rows = []
+    for setting in buffers:
+        await restart_with(db, {"shared_buffers": setting})
+        for size_class in CLASSES:
+            samples: list[float] = []
+            recall: list[float] = []
+            slowest: list[tuple[float, str]] = []
+            for measured in (False, True):
+                if measured:
+                    hit, read = await block_reads(db)
+                for i, query in enumerate(queries):
+                    tenant = pick_tenant(loaded, size_class, i)
+                    elapsed, hits = await timed_search(
+                        db.sessions, stub, tenant.tenant_id, query, None
+                    )
+                    if measured:
+                        samples.append(elapsed)
+                        slowest.append((elapsed, query))
+                        truth = exact_top(loaded, tenant, np.asarray(stub.vectors[query]))
+                        recall.append(len(set(hits) & truth) / 10)
+            hit_after, read_after = await block_reads(db)
+            reads = read_after - read
+            if size_class == "50%":
+                tenant = pick_tenant(loaded, size_class, 0)
+                for elapsed, query in sorted(slowest, reverse=True)[:SLOWEST]:
+                    plan = await explained(db, stub, tenant.tenant_id, query)
+                    log(f"  slow: {elapsed:.1f} ms, {query!r}; again:\n{plan}")
+            rows.append(
+                {
+                    "shared_buffers": setting,
+                    "tenant": size_class,
+                    "recall@10": round(float(np.mean(recall)), 3),
+                    "from_outside": round(reads / max(1, reads + hit_after - hit), 3),
+                    **latency_summary(samples),
+                }
+            )
+            log(f"  {setting} {size_class}: {rows[-1]}")
+    return rows
+
+
 async def run(args: argparse.Namespace) -> dict[str, Any]:
     graphs = [(int(m), int(efc)) for m, efc in (g.split(":") for g in args.graphs.split(","))]
     ef_values = [int(ef) for ef in args.ef.split(",")]
@@ -225,6 +331,25 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
                 results["builds"] = rows
         finally:
             await conn.close()
+        if "4" in args.parts:
+            log("4. the service's searches by shared_buffers")
+            rows = await buffers_part(db, loaded, stub, args.buffers.split(","), args.ceiling_mb)
+            print_table(
+                "4. service searches (ef_search by the rule) by shared_buffers, ms",
+                ["shared_buffers", "tenant", "recall@10", "from outside", "P50", "P95"],
+                [
+                    [
+                        r["shared_buffers"],
+                        r["tenant"],
+                        r["recall@10"],
+                        r["from_outside"],
+                        r["p50_ms"],
+                        r["p95_ms"],
+                    ]
+                    for r in rows
+                ],
+            )
+            results["buffers"] = rows
     return results
 
 
@@ -232,9 +357,12 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--chunks", type=int, default=100_000)
     parser.add_argument("--queries", type=int, default=100)
-    parser.add_argument("--parts", default="1,2,3")
+    parser.add_argument("--parts", default="1,2,3", help="4 also: shared buffers")
     parser.add_argument("--graphs", default=GRAPHS, help="part 1: m:ef_construction,...")
     parser.add_argument("--ef", default=EF_VALUES, help="part 1: ef_search values")
+    parser.add_argument(
+        "--buffers", default="512MB,4GB", help="part 4: shared_buffers values, in turn"
+    )
     parser.add_argument("--ceiling-mb", type=int, default=2048, help="as the service's default")
     parser.add_argument("--database-url", help="a superuser URL instead of the embedded server")
     args = parser.parse_args()

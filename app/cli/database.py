@@ -12,6 +12,7 @@ from pydantic import SecretStr
 from sqlalchemy.engine import make_url
 
 from app.db import embedded
+from app.db.tuning import embedded_tuning
 from app.settings import Settings
 
 _log = logging.getLogger("app.db")
@@ -27,7 +28,10 @@ def database_settings(settings: Settings) -> Iterator[Settings]:
             _log.info("database: %s", asyncio.run(_describe(settings.database_url)))
         yield settings.model_copy(update={"migration_database_url": owner})
         return
-    server = embedded.start_embedded(settings.data_dir / "pgdata")
+    server = embedded.start_embedded(
+        settings.data_dir / "pgdata",
+        tuning=embedded_tuning(settings.embedded_shared_buffers_mb),
+    )
     try:
         url = asyncio.run(
             embedded.provision(

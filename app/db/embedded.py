@@ -28,6 +28,8 @@ import asyncpg
 import psutil
 from sqlalchemy.engine import make_url
 
+from app.db.tuning import embedded_tuning
+
 _log = logging.getLogger(__name__)
 
 OWNER_ROLE = "rag_owner"
@@ -57,27 +59,16 @@ class EmbeddedServer:
         return (self.pgdata / "postmaster.pid").exists()
 
 
-# initdb sizes PostgreSQL for a small shared machine. The embedded server is the service's
-# own, so it gets settings for its work: HNSW graphs and the vectors they point to stay in
-# shared buffers (1 GB cut the database time of large tenants' searches by 20-25% at 100k
-# chunks), index builds get memory to build the graph in, and bulk ingestion does not force
-# a checkpoint (and full-page images) every 1 GB of WAL.
-TUNING: Mapping[str, str] = {
-    "shared_buffers": "512MB",
-    "maintenance_work_mem": "256MB",
-    "max_wal_size": "4GB",
-    "checkpoint_timeout": "15min",
-    "wal_compression": "pglz",
-}
 TUNING_FILE = "rag-tuning.conf"
 
 
 def start_embedded(
-    pgdata: Path, *, delete_on_exit: bool = False, tuning: Mapping[str, str] = TUNING
+    pgdata: Path, *, delete_on_exit: bool = False, tuning: Mapping[str, str] | None = None
 ) -> EmbeddedServer:
-    """Start (or attach to) the server in `pgdata`; initdb on first use. `tuning` goes into a
-    file postgresql.conf includes; when it changed, the server restarts once to apply it
-    (unless another process is attached to it: then at its next start)."""
+    """Start (or attach to) the server in `pgdata`; initdb on first use. `tuning` (by default
+    sized to this machine: app/db/tuning.py) goes into a file postgresql.conf includes; when it
+    changed, the server restarts once to apply it (unless another process is attached to it:
+    then at its next start)."""
     with warnings.catch_warnings():
         # platformdirs warns when XDG_RUNTIME_DIR is unset (servers, containers, CI) and falls
         # back to /tmp/runtime-UID, which is what the server then uses: nothing to act on.
@@ -90,7 +81,7 @@ def start_embedded(
     mode = "delete" if delete_on_exit else "stop"
     handle = get_server(pgdata, cleanup_mode=mode)
     _record_start(pgdata)
-    if _write_tuning(pgdata, tuning):
+    if _write_tuning(pgdata, embedded_tuning() if tuning is None else tuning):
         handle.cleanup_mode = "stop"  # a restart, not the end: keep the data
         handle.cleanup()
         handle = get_server(pgdata, cleanup_mode=mode)

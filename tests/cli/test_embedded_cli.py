@@ -13,6 +13,8 @@ import httpx
 import pytest
 
 from app.auth import TokenVerifier
+from app.db.embedded import TUNING_FILE
+from app.db.tuning import memory_bytes, shared_buffers_mb
 from app.settings import Settings, with_dev_jwt_secret
 from tests.processes import free_port, wait_healthy
 
@@ -121,6 +123,19 @@ def test_serve_with_two_workers_shares_one_database_and_the_limit(env: dict[str,
     assert "with 2 worker processes" in stderr
     pid_file = Path(env["RAG_DATA_DIR"]) / "pgdata" / "postmaster.pid"
     assert not pid_file.exists(), "embedded PostgreSQL still running after Ctrl-C"
+
+
+def test_the_embedded_shared_buffers_follow_the_setting(env: dict[str, str]) -> None:
+    tuning = Path(env["RAG_DATA_DIR"]) / "pgdata" / TUNING_FILE
+    chosen = rag("tenant", "create", "acme", env={**env, "RAG_EMBEDDED_SHARED_BUFFERS_MB": "160"})
+    assert chosen.returncode == 0, chosen.stderr
+    assert "shared_buffers = '160MB'" in tuning.read_text()
+    sized = rag("tenant", "create", "acme", env=env)
+    assert sized.returncode == 0, sized.stderr
+    assert f"shared_buffers = '{shared_buffers_mb(memory_bytes())}MB'" in tuning.read_text()
+    too_small = rag("tenant", "create", "acme", env={**env, "RAG_EMBEDDED_SHARED_BUFFERS_MB": "8"})
+    assert too_small.returncode == 2
+    assert "RAG_EMBEDDED_SHARED_BUFFERS_MB" in too_small.stderr
 
 
 def test_token_prints_only_a_token_the_service_accepts(env: dict[str, str]) -> None:
