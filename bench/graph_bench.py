@@ -24,6 +24,8 @@ tenant, whose graph walk is what is left of its search (direct_bench.py, part 4)
    restarted at each `--buffers` value in turn. Every query is searched once to warm the
    caches, then again measured, with recall@10 against exact search and the share of the
    chunks' table and index pages that came from outside shared buffers (pg_statio_user_tables).
+   The 50% tenant's three slowest searches of each round are then EXPLAINed (ANALYZE,
+   BUFFERS) again on a fresh connection.
 """
 
 from __future__ import annotations

@@ -7,7 +7,7 @@ so it gets settings for its work:
   so HNSW graphs and the rows they point to are read from shared buffers, not copied in from
   the OS page cache (or the disk) page by page. At 1M chunks, with 512MB, a third of the pages
   the largest tenants' searches read came from outside shared buffers; with 6GB none did, and
-  their median search took half the time (docs/BENCHMARKS.md, "Shared buffers at 1M").
+  their median search took 0.42-0.71x the time (docs/BENCHMARKS.md, "Shared buffers at 1M").
   Linux gives the server this memory as pages are first used, not at start;
   `RAG_EMBEDDED_SHARED_BUFFERS_MB` sets it instead;
 - 256MB of maintenance_work_mem for maintenance (a dedicated index's build sets what its graph
