@@ -25,7 +25,9 @@ tenant, whose graph walk is what is left of its search (direct_bench.py, part 4)
    caches, then again measured, with recall@10 against exact search and the share of the
    chunks' table and index pages that came from outside shared buffers (pg_statio_user_tables).
    The 50% tenant's three slowest searches of each round are then EXPLAINed (ANALYZE,
-   BUFFERS) again on a fresh connection.
+   BUFFERS) again on a fresh connection. `--slow-ms N` also has the server log the plan, row
+   counts and buffers of every statement slower than N ms as it ran (auto_explain), and
+   prints them after each round: the plan the pooled connection kept, not one made again.
 """
 
 from __future__ import annotations
@@ -246,8 +248,53 @@ async def explained(db: BenchDatabase, stub: StubEmbedder, tenant_id: str, query
     return re.sub(r"'\[[^']*\]'", "'[...]'", "\n".join(row[0] for row in rows))
 
 
+SLOW_LOG = "slow_plans/slow.log"
+
+
+def slow_plan_settings(slow_ms: int | None) -> dict[str, str]:
+    """auto_explain in every new session, writing to SLOW_LOG in the data directory."""
+    if slow_ms is None:
+        return {}
+    return {
+        "session_preload_libraries": "auto_explain",
+        "auto_explain.log_min_duration": f"{slow_ms}ms",
+        "auto_explain.log_analyze": "on",
+        "auto_explain.log_buffers": "on",
+        "auto_explain.log_timing": "off",
+        "logging_collector": "on",
+        "log_directory": SLOW_LOG.split("/")[0],
+        "log_filename": SLOW_LOG.split("/")[1],
+    }
+
+
+def slow_plans(db: BenchDatabase, seen: int) -> tuple[list[str], int]:
+    """The plans auto_explain logged since byte `seen` of its log, and where the log ends."""
+    if db.server is None:
+        return [], seen
+    path = db.server.pgdata / SLOW_LOG
+    if not path.exists():
+        return [], seen
+    text = path.read_text(errors="replace")
+    entries = re.split(r"\n(?=\d{4}-\d\d-\d\d )", text[seen:])
+    plans = [
+        re.sub(
+            r"'\[[^']*\]'",
+            "'[...]'",
+            re.sub(r"Query Text:.*?(?=Query Parameters)", "", e, flags=re.S),
+        )
+        for e in entries
+        if "duration:" in e
+    ]
+    return plans, len(text)
+
+
 async def buffers_part(
-    db: BenchDatabase, loaded: Loaded, stub: StubEmbedder, buffers: list[str], ceiling_mb: int
+    db: BenchDatabase,
+    loaded: Loaded,
+    stub: StubEmbedder,
+    buffers: list[str],
+    ceiling_mb: int,
+    slow_ms: int | None = None,
 ) -> list[dict[str, Any]]:
     built = await dedicated_indexes_for(
         db, Synthetic().dedicated_min_chunks or 0, ceiling_mb=ceiling_mb
@@ -255,8 +302,9 @@ async def buffers_part(
     log(f"  {len(built)} dedicated indexes built")
     queries = list(stub.vectors)
     rows = []
+    seen = 0
     for setting in buffers:
-        await restart_with(db, {"shared_buffers": setting})
+        await restart_with(db, {"shared_buffers": setting, **slow_plan_settings(slow_ms)})
         for size_class in CLASSES:
             samples: list[float] = []
             recall: list[float] = []
@@ -276,6 +324,10 @@ async def buffers_part(
                         recall.append(len(set(hits) & truth) / 10)
             hit_after, read_after = await block_reads(db)
             reads = read_after - read
+            plans, seen = slow_plans(db, seen)
+            log(f"  {len(plans)} statements over {slow_ms} ms logged by the server")
+            for plan in plans:
+                log(f"  logged:\n{plan}")
             if size_class == "50%":
                 tenant = pick_tenant(loaded, size_class, 0)
                 for elapsed, query in sorted(slowest, reverse=True)[:SLOWEST]:
@@ -335,7 +387,9 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
             await conn.close()
         if "4" in args.parts:
             log("4. the service's searches by shared_buffers")
-            rows = await buffers_part(db, loaded, stub, args.buffers.split(","), args.ceiling_mb)
+            rows = await buffers_part(
+                db, loaded, stub, args.buffers.split(","), args.ceiling_mb, args.slow_ms
+            )
             print_table(
                 "4. service searches (ef_search by the rule) by shared_buffers, ms",
                 ["shared_buffers", "tenant", "recall@10", "from outside", "P50", "P95"],
@@ -367,6 +421,9 @@ def main() -> None:
     )
     parser.add_argument("--ceiling-mb", type=int, default=2048, help="as the service's default")
     parser.add_argument("--database-url", help="a superuser URL instead of the embedded server")
+    parser.add_argument(
+        "--slow-ms", type=int, help="part 4: the server logs the plans of statements this slow"
+    )
     args = parser.parse_args()
     results = asyncio.run(run(args))
     print(f"JSON: {write_json('graph_bench', {'args': vars(args), **results})}")  # noqa: T201

@@ -78,7 +78,8 @@ async def scoped_connection(
                 # InternalClientError: an idle pooled connection that read the server's FATAL
                 # (shutting down) but not yet the closed socket is in a state no message can
                 # follow; seen in CI with PostgreSQL stopped under traffic. Nothing has run yet,
-                # so a new connection is as safe here as for a lost one.
+                # so a new connection is as safe here as for a lost one (tests/reliability/
+                # test_goodbye.py).
                 await conn.invalidate()
                 if attempt == 2:
                     raise
