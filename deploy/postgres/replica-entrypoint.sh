@@ -25,4 +25,6 @@ if [ ! -s "$PGDATA/PG_VERSION" ]; then
   mv "$partial" "$PGDATA"
   echo "replica: base backup done" >&2
 fi
-exec docker-entrypoint.sh postgres -c hot_standby=on -c hot_standby_feedback=on
+# the primary's shared_buffers is a command-line option, which the base backup does not copy
+exec docker-entrypoint.sh postgres -c hot_standby=on -c hot_standby_feedback=on \
+  -c "shared_buffers=${POSTGRES_SHARED_BUFFERS:-512MB}"

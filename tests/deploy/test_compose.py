@@ -114,6 +114,23 @@ def test_the_replica_streams_from_the_primary_with_the_same_image() -> None:
     assert "wal_level=replica" in primary.command
 
 
+SHARED_BUFFERS = "shared_buffers=${POSTGRES_SHARED_BUFFERS:-512MB}"
+
+
+@pytest.mark.parametrize("file", COMPOSE_FILES)
+def test_every_postgres_takes_shared_buffers_from_one_variable(file: str) -> None:
+    """One setting for every server; the replica (which answers the searches) gets it from its
+    entrypoint (test_replication_scripts.py starts a replica so)."""
+    databases = [s for s in services(file) if s.image.startswith(("pgvector/", "rag-citus:"))]
+    servers = [s for s in databases if "entrypoint" not in s.spec]
+    assert len(servers) == (1 if file == MAIN else 3)
+    for server in servers:
+        assert SHARED_BUFFERS in server.command, (file, server.name, server.command)
+    if file == MAIN:
+        replica = service(MAIN, "db-replica")
+        assert replica.environment["POSTGRES_SHARED_BUFFERS"] == SHARED_BUFFERS.partition("=")[2]
+
+
 def test_postgres_18_data_lives_in_named_volumes_at_the_versioned_parent() -> None:
     declared = volumes_declared(MAIN)
     assert declared == {"pgdata", "replicadata", "redisdata"}

@@ -127,6 +127,7 @@ def test_the_replica_entrypoint_makes_a_streaming_standby(cluster: Cluster) -> N
         "PGDATA_OWNER": cluster.user,
         "RAG_REPLICATION_PASSWORD": PASSWORD,
         "STARTED_WITH": str(started_with),
+        "POSTGRES_SHARED_BUFFERS": "160MB",  # the compose file passes the primary's
     }
     done = subprocess.run(
         ["bash", str(SCRIPTS / "replica-entrypoint.sh")],
@@ -149,6 +150,7 @@ def test_the_replica_entrypoint_makes_a_streaming_standby(cluster: Cluster) -> N
         assert time.monotonic() < deadline, "the replica did not receive the primary's write"
         time.sleep(0.2)
     assert cluster.sql(replica_port, "select pg_is_in_recovery()") == "t"
+    assert cluster.sql(replica_port, "show shared_buffers") == "160MB"
     streaming = "select slot_name, active from pg_replication_slots"
     assert cluster.sql(primary_port, streaming) == "replica_1|t"
 
