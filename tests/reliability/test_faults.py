@@ -89,6 +89,18 @@ async def own_app(settings: Settings) -> AsyncIterator[tuple[AsyncClient, Resour
             yield http, state["resources"]
 
 
+async def tenant_with_a_document(
+    http: AsyncClient, resources: Resources, settings: Settings, tenant_id: str
+) -> dict[str, str]:
+    """A new tenant holding DOCUMENT, committed; its request headers."""
+    async with registry_transaction(resources.sessions) as session:
+        await create_tenant(session, tenant_id, tier="enterprise")
+    headers = {"Authorization": f"Bearer {token_for(settings, tenant_id)}"}
+    created = await http.post("/api/rag/documents", json=DOCUMENT, headers=headers)
+    assert created.status_code == 201, created.text
+    return headers
+
+
 @dataclass
 class PrivateDatabase:
     """An embedded PostgreSQL of this test's own, which it may stop and start again."""
@@ -125,11 +137,7 @@ async def test_postgres_restarting_under_traffic_is_503_then_recovers(
     )
     own = settings.model_copy(update={"database_url": SecretStr(url), "redis_url": None})
     async with own_app(own) as (http, resources):
-        async with registry_transaction(resources.sessions) as session:
-            await create_tenant(session, "fault-pg", tier="enterprise")
-        headers = {"Authorization": f"Bearer {token_for(own, 'fault-pg')}"}
-        created = await http.post("/api/rag/documents", json=DOCUMENT, headers=headers)
-        assert created.status_code == 201, created.text
+        headers = await tenant_with_a_document(http, resources, own, "fault-pg")
         async with under_traffic(http, headers) as traffic:
             await anyio.to_thread.run_sync(private_database.stop)
             down = len(traffic.statuses)

@@ -8,12 +8,10 @@ from __future__ import annotations
 from pydantic import SecretStr
 
 from app.db.scoped import settled
-from app.db.tenancy import registry_transaction
 from app.settings import Settings
-from app.tenants import create_tenant
-from tests.conftest import DatabaseUrls, fresh_database, token_for
+from tests.conftest import DatabaseUrls, fresh_database
 from tests.reliability.goodbye_proxy import goodbye_proxy
-from tests.reliability.test_faults import DOCUMENT, own_app
+from tests.reliability.test_faults import own_app, tenant_with_a_document
 
 # (what it exercises, method, path, body): the direct search path (app/db/scoped.py) and the
 # ORM session path (app/db/tenancy.py), each right after every pooled connection was told
@@ -39,11 +37,7 @@ async def test_connections_told_goodbye_are_replaced_not_a_500(
             update={"database_url": SecretStr(proxy.url(app_url)), "redis_url": None}
         )
         async with own_app(own) as (http, resources):
-            async with registry_transaction(resources.sessions) as session:
-                await create_tenant(session, "goodbye", tier="enterprise")
-            headers = {"Authorization": f"Bearer {token_for(own, 'goodbye')}"}
-            created = await http.post("/api/rag/documents", json=DOCUMENT, headers=headers)
-            assert created.status_code == 201, created.text
+            headers = await tenant_with_a_document(http, resources, own, "goodbye")
             for door, method, path, body in DOORS:
                 before = await http.request(method, path, json=body, headers=headers)
                 assert before.status_code == 200, (door, before.text)
