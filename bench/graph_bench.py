@@ -28,6 +28,9 @@ tenant, whose graph walk is what is left of its search (direct_bench.py, part 4)
    BUFFERS) again on a fresh connection. `--slow-ms N` also has the server log the plan, row
    counts and buffers of every statement slower than N ms as it ran (auto_explain), and
    prints them after each round: the plan the pooled connection kept, not one made again.
+   A `--buffers` value such as `6GB+churn` measures that setting with the client writing
+   `--churn-mb` of fresh memory between searches, as a memory-hungry neighbour would (recall
+   is computed before the searches, in float32, so that the bench itself is no such neighbour).
 """
 
 from __future__ import annotations
@@ -248,6 +251,14 @@ async def explained(db: BenchDatabase, stub: StubEmbedder, tenant_id: str, query
     return re.sub(r"'\[[^']*\]'", "'[...]'", "\n".join(row[0] for row in rows))
 
 
+def churned(megabytes: int) -> None:
+    """What a memory-hungry neighbour does between two searches: `megabytes` of fresh memory
+    written and given back (as `float32 matrix @ float64 vector` does when numpy copies the
+    matrix to float64 first)."""
+    block = np.ones(megabytes * 2**20 // 8)
+    del block
+
+
 SLOW_LOG = "slow_plans/slow.log"
 
 
@@ -295,6 +306,7 @@ async def buffers_part(
     buffers: list[str],
     ceiling_mb: int,
     slow_ms: int | None = None,
+    churn_mb: int = 1536,
 ) -> list[dict[str, Any]]:
     built = await dedicated_indexes_for(
         db, Synthetic().dedicated_min_chunks or 0, ceiling_mb=ceiling_mb
@@ -303,12 +315,17 @@ async def buffers_part(
     queries = list(stub.vectors)
     rows = []
     seen = 0
-    for setting in buffers:
+    for entry in buffers:
+        setting, _, churn = entry.partition("+")
         await restart_with(db, {"shared_buffers": setting, **slow_plan_settings(slow_ms)})
         for size_class in CLASSES:
             samples: list[float] = []
             recall: list[float] = []
             slowest: list[tuple[float, str]] = []
+            truths = [
+                exact_top(loaded, pick_tenant(loaded, size_class, i), np.asarray(stub.vectors[q]))
+                for i, q in enumerate(queries)
+            ]  # before the searches: nothing of the client's own work between them
             for measured in (False, True):
                 if measured:
                     hit, read = await block_reads(db)
@@ -321,8 +338,9 @@ async def buffers_part(
                     if measured:
                         samples.append(elapsed)
                         slowest.append((elapsed, query))
-                        truth = exact_top(loaded, tenant, np.asarray(stub.vectors[query]))
-                        recall.append(len(set(hits) & truth) / 10)
+                        recall.append(len(set(hits) & truths[i]) / 10)
+                    if churn:
+                        churned(churn_mb)
             hit_after, read_after = await block_reads(db)
             reads = read_after - read
             plans, seen = slow_plans(db, seen)
@@ -338,14 +356,14 @@ async def buffers_part(
                     log(f"  slow: {elapsed:.1f} ms, {query!r}; again:\n{plan}")
             rows.append(
                 {
-                    "shared_buffers": setting,
+                    "shared_buffers": entry,
                     "tenant": size_class,
                     "recall@10": round(float(np.mean(recall)), 3),
                     "from_outside": round(reads / max(1, reads + hit_after - hit), 3),
                     **latency_summary(samples),
                 }
             )
-            log(f"  {setting} {size_class}: {rows[-1]}")
+            log(f"  {entry} {size_class}: {rows[-1]}")
     return rows
 
 
@@ -391,7 +409,13 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
         if "4" in args.parts:
             log("4. the service's searches by shared_buffers")
             rows = await buffers_part(
-                db, loaded, stub, args.buffers.split(","), args.ceiling_mb, args.slow_ms
+                db,
+                loaded,
+                stub,
+                args.buffers.split(","),
+                args.ceiling_mb,
+                args.slow_ms,
+                args.churn_mb,
             )
             print_table(
                 "4. service searches (ef_search by the rule) by shared_buffers, ms",
@@ -420,10 +444,15 @@ def main() -> None:
     parser.add_argument("--graphs", default=GRAPHS, help="part 1: m:ef_construction,...")
     parser.add_argument("--ef", default=EF_VALUES, help="part 1: ef_search values")
     parser.add_argument(
-        "--buffers", default="512MB,4GB", help="part 4: shared_buffers values, in turn"
+        "--buffers",
+        default="512MB,4GB",
+        help="part 4: shared_buffers values, in turn; 6GB+churn: with --churn-mb between searches",
     )
     parser.add_argument("--ceiling-mb", type=int, default=2048, help="as the service's default")
     parser.add_argument("--database-url", help="a superuser URL instead of the embedded server")
+    parser.add_argument(
+        "--churn-mb", type=int, default=1536, help="part 4: memory a '+churn' round writes"
+    )
     parser.add_argument(
         "--slow-ms", type=int, help="part 4: the server logs the plans of statements this slow"
     )
