@@ -248,7 +248,12 @@ async def explained(db: BenchDatabase, stub: StubEmbedder, tenant_id: str, query
         await conn.execute("ROLLBACK")
     finally:
         await conn.close()
-    return re.sub(r"'\[[^']*\]'", "'[...]'", "\n".join(row[0] for row in rows))
+    return elided("\n".join(row[0] for row in rows))
+
+
+def elided(plan: str) -> str:
+    """`plan` with its vector literals shortened to '[...]'."""
+    return re.sub(r"'\[[^']*\]'", "'[...]'", plan)
 
 
 def churned(megabytes: int) -> None:
@@ -259,11 +264,11 @@ def churned(megabytes: int) -> None:
     del block
 
 
-SLOW_LOG = "slow_plans/slow.log"
+SLOW_LOG_DIRECTORY, SLOW_LOG_FILE = "slow_plans", "slow.log"  # in the data directory
 
 
 def slow_plan_settings(slow_ms: int | None) -> dict[str, str]:
-    """auto_explain in every new session, writing to SLOW_LOG in the data directory."""
+    """auto_explain in every new session, writing to the slow-plan log."""
     if slow_ms is None:
         return {}
     return {
@@ -273,8 +278,8 @@ def slow_plan_settings(slow_ms: int | None) -> dict[str, str]:
         "auto_explain.log_buffers": "on",
         "auto_explain.log_timing": "off",
         "logging_collector": "on",
-        "log_directory": SLOW_LOG.split("/")[0],
-        "log_filename": SLOW_LOG.split("/")[1],
+        "log_directory": SLOW_LOG_DIRECTORY,
+        "log_filename": SLOW_LOG_FILE,
     }
 
 
@@ -282,17 +287,13 @@ def slow_plans(db: BenchDatabase, seen: int) -> tuple[list[str], int]:
     """The plans auto_explain logged since byte `seen` of its log, and where the log ends."""
     if db.server is None:
         return [], seen
-    path = db.server.pgdata / SLOW_LOG
+    path = db.server.pgdata / SLOW_LOG_DIRECTORY / SLOW_LOG_FILE
     if not path.exists():
         return [], seen
     text = path.read_text(errors="replace")
     entries = re.split(r"\n(?=\d{4}-\d\d-\d\d )", text[seen:])
     plans = [
-        re.sub(
-            r"'\[[^']*\]'",
-            "'[...]'",
-            re.sub(r"Query Text:.*?(?=Query Parameters)", "", e, flags=re.S),
-        )
+        elided(re.sub(r"Query Text:.*?(?=Query Parameters)", "", e, flags=re.S))
         for e in entries
         if "duration:" in e
     ]
