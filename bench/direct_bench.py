@@ -66,7 +66,7 @@ from search_bench import (
     CLASSES,
     Loaded,
     StubEmbedder,
-    exact_top,
+    exact_tops,
     pick_tenant,
     synthetic_tenants,
 )
@@ -281,8 +281,10 @@ async def walk_part(
             f" WITH (m = 16, ef_construction = 64) WHERE tenant_id = '{tenant.tenant_id}'"
         )
         await conn.execute("ANALYZE chunks")
-        for i, vector in enumerate([*vectors[:20], *vectors]):
-            truth = exact_top(loaded, tenant, vector)
+        walked = [*vectors[:20], *vectors]
+        truths = exact_tops(loaded, tenant, walked)
+        for i, vector in enumerate(walked):
+            truth = truths[i]
             for ef in EF_VALUES:
                 for kind, order in WALKS.items() if i % 2 else reversed(WALKS.items()):
                     query = (
@@ -333,8 +335,10 @@ async def ivfflat_part(
             " WHERE i.indrelid = 'chunks'::regclass AND a.amname = 'hnsw'"
         )
         query = "SELECT id FROM chunks WHERE tenant_id = $1 ORDER BY embedding <=> $2 LIMIT 40"
-        for i, vector in enumerate([*vectors[:20], *vectors]):
-            truth = exact_top(loaded, tenant, vector)
+        walked = [*vectors[:20], *vectors]
+        truths = exact_tops(loaded, tenant, walked)
+        for i, vector in enumerate(walked):
+            truth = truths[i]
             for probes in PROBES:
                 transaction = conn.transaction()
                 await transaction.start()

@@ -62,6 +62,7 @@ from search_bench import (
     TenantSlice,
     dedicated_indexes_for,
     exact_top,
+    exact_tops,
     pick_tenant,
     synthetic_tenants,
 )
@@ -106,8 +107,10 @@ async def parameters_part(
     query = "SELECT id FROM chunks WHERE tenant_id = $1 ORDER BY embedding <=> $2 LIMIT 40"
     walks = WalkSamples()
     try:
-        for i, vector in enumerate([*vectors[:WARMUP], *vectors]):
-            truth = exact_top(loaded, tenant, vector)
+        walked = [*vectors[:WARMUP], *vectors]
+        truths = exact_tops(loaded, tenant, walked)
+        for i, vector in enumerate(walked):
+            truth = truths[i]
             for ef in ef_values:
                 for name in names if i % 2 else names[::-1]:
                     transaction = conn.transaction()
@@ -149,8 +152,10 @@ async def binary_part(
     await conn.execute("ANALYZE chunks")
     walks = WalkSamples()
     try:
-        for i, vector in enumerate([*vectors[:WARMUP], *vectors]):
-            truth = exact_top(loaded, tenant, vector)
+        walked = [*vectors[:WARMUP], *vectors]
+        truths = exact_tops(loaded, tenant, walked)
+        for i, vector in enumerate(walked):
+            truth = truths[i]
             for ef in BIT_EF_VALUES:
                 query = (
                     "SELECT id FROM (SELECT id, embedding FROM chunks WHERE tenant_id = $1"
