@@ -3,12 +3,29 @@
 from __future__ import annotations
 
 import asyncio
+import shutil
 import socket
+import tempfile
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
 
 import httpx
 from redis.asyncio import Redis
 from redis.exceptions import RedisError
+
+
+@contextmanager
+def scratch_directory(prefix: str) -> Iterator[Path]:
+    """A new directory under the system's temporary one, removed afterwards with whatever is
+    left in it. Not under pytest's basetemp: pytest keeps that 0700, out of reach of the
+    embedded server's system user."""
+    directory = Path(tempfile.mkdtemp(prefix=prefix))
+    try:
+        yield directory
+    finally:
+        shutil.rmtree(directory, ignore_errors=True)
 
 
 def free_port() -> int:

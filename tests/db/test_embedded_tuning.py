@@ -4,7 +4,6 @@ machine, applied by a restart on first start and kept across restarts."""
 from __future__ import annotations
 
 import os
-import tempfile
 from pathlib import Path
 
 import asyncpg
@@ -14,6 +13,7 @@ import pytest
 from app.db.embedded import TUNING_FILE, start_embedded
 from app.db.tuning import FIXED, embedded_tuning, memory_bytes, shared_buffers_mb
 from tests.conftest import DatabaseUrls
+from tests.processes import scratch_directory
 
 GB = 2**30
 needs_embedded = pytest.mark.skipif(
@@ -55,7 +55,11 @@ async def test_the_session_server_runs_with_the_tuning_sized_to_this_machine(
 
 @needs_embedded
 async def test_a_changed_tuning_is_applied_by_one_restart_and_kept() -> None:
-    pgdata = Path(tempfile.mkdtemp(prefix="rag-test-tuning-")) / "pgdata"
+    with scratch_directory("rag-test-tuning-") as directory:
+        await _a_changed_tuning_is_applied_by_one_restart_and_kept(directory / "pgdata")
+
+
+async def _a_changed_tuning_is_applied_by_one_restart_and_kept(pgdata: Path) -> None:
     tuning = embedded_tuning(shared_buffers=64)
     server = start_embedded(pgdata, tuning=tuning)
     try:

@@ -5,7 +5,6 @@ back as they were."""
 
 from __future__ import annotations
 
-import tempfile
 import uuid
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -22,6 +21,7 @@ from app.db import bm25
 from app.db.embedded import drop_database, with_database
 from app.db.engine import create_engine, create_sessionmaker
 from tests.conftest import APP_ROLE, DatabaseUrls
+from tests.processes import scratch_directory
 
 pytestmark = pytest.mark.slow
 
@@ -89,21 +89,21 @@ async def restored(database: DatabaseUrls) -> AsyncIterator[tuple[str, list[str]
     tenants = [f"bk-{uuid.uuid4().hex[:8]}" for _ in range(2)]
     source = with_database(database.superuser_url, str(make_url(database.owner_url).database))
     await seed(source, tenants)
-    dump = Path(tempfile.mkdtemp(prefix="rag-dump-")) / "rag.dump"
     name = f"rag_restored_{uuid.uuid4().hex[:8]}"
     target = with_database(database.superuser_url, name)
-    await pg_tool("pg_dump", "-Fc", "-f", str(dump), "-d", source)
     admin = await asyncpg.connect(database.superuser_url)
     try:
         await admin.execute(f'CREATE DATABASE "{name}"')
     finally:
         await admin.close()
     try:
-        await pg_tool("pg_restore", "--exit-on-error", "-d", target, str(dump))
+        with scratch_directory("rag-dump-") as directory:
+            dump = str(directory / "rag.dump")
+            await pg_tool("pg_dump", "-Fc", "-f", dump, "-d", source)
+            await pg_tool("pg_restore", "--exit-on-error", "-d", target, dump)
         yield target, tenants
     finally:
         await drop_database(database.superuser_url, name)
-        dump.unlink(missing_ok=True)
         conn = await asyncpg.connect(source)
         try:  # the registry's delete cascades to the tenants' rows
             await conn.execute("delete from tenants where id = any($1)", tenants)

@@ -7,7 +7,6 @@ import os
 import signal
 import subprocess
 import sys
-import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -21,6 +20,7 @@ from app.settings import Settings
 from tests.conftest import TenantClient, _Unclosable, app_client, new_tenant
 from tests.jobs.conftest import finished, job_state, wait_for
 from tests.jobs.test_jobs_api import PARAGRAPH, submit
+from tests.processes import scratch_directory
 
 pytestmark = pytest.mark.slow
 
@@ -41,28 +41,28 @@ def _worker_env(settings: Settings, data_dir: str) -> dict[str, str]:
 
 @contextmanager
 def worker_processes(settings: Settings, count: int) -> Iterator[list[subprocess.Popen[bytes]]]:
-    data_dir = tempfile.mkdtemp(prefix="rag-worker-")
-    started = [
-        subprocess.Popen(
-            [sys.executable, "-c", "from app.cli import main; main()", "worker"],
-            env=_worker_env(settings, data_dir),
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-        )
-        for _ in range(count)
-    ]
-    try:
-        yield started
-    finally:
-        for process in started:
-            if process.poll() is None:
-                process.send_signal(signal.SIGTERM)
-        for process in started:
-            try:
-                process.wait(60)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait()
+    with scratch_directory("rag-worker-") as data_dir:
+        started = [
+            subprocess.Popen(
+                [sys.executable, "-c", "from app.cli import main; main()", "worker"],
+                env=_worker_env(settings, str(data_dir)),
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+            )
+            for _ in range(count)
+        ]
+        try:
+            yield started
+        finally:
+            for process in started:
+                if process.poll() is None:
+                    process.send_signal(signal.SIGTERM)
+            for process in started:
+                try:
+                    process.wait(60)
+                except subprocess.TimeoutExpired:
+                    process.kill()
+                    process.wait()
 
 
 async def live_workers(sessions: SessionMaker) -> int:

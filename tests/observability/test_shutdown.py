@@ -6,9 +6,7 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import signal
-import tempfile
 import time
 from collections.abc import Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -31,6 +29,7 @@ from tests.observability.serve import (
     serve_env,
     stop_postmaster,
 )
+from tests.processes import scratch_directory
 
 pytestmark = pytest.mark.slow
 
@@ -38,10 +37,9 @@ pytestmark = pytest.mark.slow
 @pytest.fixture(scope="module")
 def data_dir() -> Iterator[Path]:
     """Not under pytest's basetemp, which is private (0700) to the server's system user."""
-    data = Path(tempfile.mkdtemp(prefix="rag-shutdown-"))
-    yield data
-    stop_postmaster(data / "pgdata")
-    shutil.rmtree(data, ignore_errors=True)
+    with scratch_directory("rag-shutdown-") as data:
+        yield data
+        stop_postmaster(data / "pgdata")
 
 
 @pytest.fixture

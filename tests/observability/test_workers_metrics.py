@@ -3,8 +3,6 @@
 
 from __future__ import annotations
 
-import shutil
-import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -23,16 +21,16 @@ from tests.observability.serve import (
     serve_env,
     stop_postmaster,
 )
+from tests.processes import scratch_directory
 
 pytestmark = pytest.mark.slow
 
 
 @pytest.fixture
 def data_dir() -> Iterator[Path]:
-    data = Path(tempfile.mkdtemp(prefix="rag-workers-"))
-    yield data
-    stop_postmaster(data / "pgdata")
-    shutil.rmtree(data, ignore_errors=True)
+    with scratch_directory("rag-workers-") as data:
+        yield data
+        stop_postmaster(data / "pgdata")
 
 
 def healthz_answered_by(metrics_dir: Path) -> dict[int, float]:

@@ -5,7 +5,6 @@ the service cannot answer, and recovery without restarting the app."""
 from __future__ import annotations
 
 import asyncio
-import tempfile
 import time
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
@@ -32,7 +31,7 @@ from tests.conftest import DIMENSIONS, TenantClient, app_client, new_tenant, tok
 from tests.embeddings.conftest import fake_openai, openai_server  # noqa: F401  (fixtures)
 from tests.embeddings.fakes import FakeOpenAI
 from tests.fakes import WordHashEmbedder
-from tests.processes import PrivateRedis
+from tests.processes import PrivateRedis, scratch_directory
 
 pytestmark = pytest.mark.slow
 DOCUMENT = {"title": "Harbour", "content": "The harbour master logs every ship at dawn."}
@@ -121,11 +120,11 @@ class PrivateDatabase:
 
 @pytest.fixture
 def private_database() -> Iterator[PrivateDatabase]:
-    database = PrivateDatabase(Path(tempfile.mkdtemp(prefix="rag-fault-pg-")) / "pgdata")
-    database.start()
-    yield database
-    database.stop()
-    start_embedded(database.pgdata, delete_on_exit=True).stop()  # and its files with it
+    with scratch_directory("rag-fault-pg-") as directory:
+        database = PrivateDatabase(directory / "pgdata")
+        database.start()
+        yield database
+        database.stop()
 
 
 async def test_postgres_restarting_under_traffic_is_503_then_recovers(

@@ -5,14 +5,11 @@ in docs/BENCHMARKS.md (bench/load_bench.py)."""
 
 from __future__ import annotations
 
-import tempfile
-from pathlib import Path
-
 import anyio
 import pytest
 
 from bench.load_bench import NO_REPLY, LoadPlan, LoadResult, run_load
-from tests.processes import PrivateRedis, free_port
+from tests.processes import PrivateRedis, free_port, scratch_directory
 
 pytestmark = pytest.mark.slow
 PLAN = LoadPlan(tenants=3, limit=20, window=5, windows=2, factor=2.0, workers=2)
@@ -20,8 +17,8 @@ PLAN = LoadPlan(tenants=3, limit=20, window=5, windows=2, factor=2.0, workers=2)
 
 async def test_two_workers_hold_every_tenant_to_its_limit(private_redis: PrivateRedis) -> None:
     def load() -> LoadResult:
-        data = Path(tempfile.mkdtemp(prefix="rag-load-test-"))
-        return run_load(PLAN, redis_url=private_redis.url, data_dir=data, port=free_port())
+        with scratch_directory("rag-load-test-") as data:
+            return run_load(PLAN, redis_url=private_redis.url, data_dir=data, port=free_port())
 
     result = await anyio.to_thread.run_sync(load)
     statuses = result.statuses()
