@@ -26,7 +26,9 @@ from app.retrieval.visibility import Remembered
 # candidate list for the same recall as its graph grows. (index rows below, ef_search) for a
 # tenant's dedicated index; the largest graphs get EF_LARGEST; a tenant without one searches
 # the shared index filtered by iterative scans (or the btree, exactly, when it is small).
-EF_STEPS = ((20_000, 100), (200_000, 160))
+# 140, not 100, under 20,000 rows: at 100 a 10,000-row graph's recall@10 went from 0.968 down
+# to 0.942 over four runs ("ef_search for the small graphs again").
+EF_STEPS = ((20_000, 140), (200_000, 160))
 EF_LARGEST = 300
 EF_SHARED = 100
 CUSTOM, GENERIC = "force_custom_plan", "force_generic_plan"
