@@ -600,7 +600,8 @@ def exact_tops(
 ) -> list[set[uuid.UUID]]:
     """`exact_top` of each vector, for a timed loop to compute before it: a product over the
     tenant's rows between two searches streams them through the CPU's caches (77 MB for a
-    50,000-row tenant) and the next search starts cold, 1.4-2x its time at 100k."""
+    50,000-row tenant), and the next search starts cold (at 100k, 1.5x the median search of
+    the 50% tenant and 2.4x its P95; docs/BENCHMARKS.md)."""
     return [exact_top(loaded, tenant, vector) for vector in vectors]
 
 
@@ -619,7 +620,7 @@ async def service_part(
     recall: dict[tuple[str, int], list[float]] = {}
     clock = StatementClock(db)
     walked = [*queries[:20], *queries]
-    truths = (
+    truths = (  # before the searches, as exact_tops says why
         {
             (i, size_class): exact_top(
                 loaded,
@@ -632,7 +633,7 @@ async def service_part(
         }
         if mode == "vector"
         else {}
-    )  # before the searches (exact_tops)
+    )
     for i, query in enumerate(walked):
         warm = i < 20
         for ef in ef_values:

@@ -4,6 +4,7 @@ machine, applied by a restart on first start and kept across restarts."""
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 from pathlib import Path
 
 import asyncpg
@@ -53,13 +54,14 @@ async def test_the_session_server_runs_with_the_tuning_sized_to_this_machine(
     assert await settings_of(database.superuser_url, list(tuning)) == as_read(tuning)
 
 
-@needs_embedded
-async def test_a_changed_tuning_is_applied_by_one_restart_and_kept() -> None:
+@pytest.fixture
+def pgdata() -> Iterator[Path]:
     with scratch_directory("rag-test-tuning-") as directory:
-        await _a_changed_tuning_is_applied_by_one_restart_and_kept(directory / "pgdata")
+        yield directory / "pgdata"
 
 
-async def _a_changed_tuning_is_applied_by_one_restart_and_kept(pgdata: Path) -> None:
+@needs_embedded
+async def test_a_changed_tuning_is_applied_by_one_restart_and_kept(pgdata: Path) -> None:
     tuning = embedded_tuning(shared_buffers=64)
     server = start_embedded(pgdata, tuning=tuning)
     try:
