@@ -9,8 +9,9 @@ from sqlalchemy import delete, func, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.admin.audit import Actor, record, tenant_snapshot
+from app.db import bm25_upkeep
 from app.db.models import Document, Tenant
-from app.db.settings_sql import scope_message
+from app.db.tenancy import scope_to_tenant
 from app.errors import Conflict, Unprocessable
 from app.tenants import create_tenant, get_tenant
 from app.usage import forget_tenant
@@ -42,17 +43,17 @@ async def tenant_page(
 
 async def counts_of(session: AsyncSession, tenant_ids: Sequence[str]) -> dict[str, TenantCounts]:
     """Documents and chunks per tenant, each counted under that tenant's own RLS scope and
-    every document of it, restricted ones included (the settings are transaction-local: they
-    end with the caller's registry transaction, and are cleared here before it goes on)."""
+    every document of it, restricted ones included (the scope is cleared before the caller's
+    registry transaction goes on)."""
     counts: dict[str, TenantCounts] = {}
-    stmt = select(func.count(Document.id), func.coalesce(func.sum(Document.chunk_count), 0))
     for tenant_id in tenant_ids:
-        scope = {"app.tenant_id": tenant_id, "app.all_documents": "on"}
-        await (await session.connection()).exec_driver_sql(scope_message(None, scope))
+        await scope_to_tenant(session, tenant_id)
+        stmt = select(
+            func.count(Document.id), func.coalesce(func.sum(Document.chunk_count), 0)
+        ).where(Document.tenant_id == tenant_id)
         documents, chunks = (await session.execute(stmt)).one()
         counts[tenant_id] = TenantCounts(int(documents), int(chunks))
-    cleared = {"app.tenant_id": "", "app.all_documents": ""}
-    await (await session.connection()).exec_driver_sql(scope_message(None, cleared))
+    await scope_to_tenant(session, None)
     return counts
 
 
@@ -118,6 +119,10 @@ async def delete_tenant(
     if tenant.status != "suspended":
         raise Conflict(f"tenant {tenant_id!r} is active: suspend it before deleting it")
     before = tenant_snapshot(tenant)
+    # The postings have no foreign key to cascade by (db/models.py): deleted first, inside
+    # the tenant's scope; the rest of its rows go by cascade with the registry row.
+    await scope_to_tenant(session, tenant_id)
+    await bm25_upkeep.forget_tenant(session, tenant_id)
     await session.execute(delete(Tenant).where(Tenant.id == tenant_id))
     await forget_tenant(session, tenant_id)
     await record(session, actor, "tenant.delete", tenant_id=tenant_id, before=before, after=None)

@@ -1,11 +1,12 @@
 """BM25 statistics maintenance: recount a tenant's statistics and postings from its chunks,
 compare them with the stored ones (`rag bm25 verify`), or replace them (`rag bm25 rebuild`).
 
-The triggers of migration 0003 keep `bm25_corpus` and `bm25_terms` exact in every write's
-own transaction; this is the check, and the repair should anything (a restore of one table, a
-manual edit) ever break them. Runs as the runtime role, one tenant per transaction, under RLS.
-A rebuild first locks the tenant's `bm25_corpus` row, the row every trigger statement of that
-tenant locks first, so writers wait for it and then add their own changes to the recount.
+Every write of chunks keeps `bm25_corpus`, `bm25_terms` and `bm25_postings` exact in its own
+transaction (bm25_upkeep.py); this is the check, and the repair should anything (a restore of
+one table, a manual edit, a write path that forgot) ever break them. Runs as the runtime role,
+one tenant per transaction, under RLS. A rebuild first locks the tenant's `bm25_corpus` row,
+the row every writer of that tenant locks first, so writers wait for it and then add their own
+changes to the recount.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.db.models import Bm25Corpus, Bm25Posting, Bm25Term, Chunk
-from app.db.tenancy import SessionMaker, tenant_transaction
+from app.db.tenancy import SessionMaker, tenant_of, tenant_transaction
 
 
 @dataclass(frozen=True, slots=True)
@@ -42,21 +43,23 @@ class Bm25Check:
 
 
 async def recount(session: AsyncSession) -> Bm25Stats:
-    """The statistics of the chunks the session's tenant can see, counted from scratch."""
+    """The statistics of the session tenant's chunks (those it can see), counted afresh."""
     chunks, tokens = (
         await session.execute(select(func.count(), func.coalesce(func.sum(Chunk.search_length), 0)))
     ).one()
     rows = await session.execute(
         text(
             "SELECT l.lexeme, count(*) FROM chunks c, "
-            "unnest(tsvector_to_array(c.search_vector)) AS l(lexeme) GROUP BY l.lexeme"
-        )
+            "unnest(tsvector_to_array(c.search_vector)) AS l(lexeme)"
+            " WHERE c.tenant_id = :tenant GROUP BY l.lexeme"
+        ),
+        {"tenant": tenant_of(session)},
     )
     return Bm25Stats(int(chunks), int(tokens), {lexeme: int(df) for lexeme, df in rows})
 
 
 async def stored(session: AsyncSession) -> Bm25Stats:
-    """The statistics the triggers keep for the session's tenant."""
+    """The statistics kept for the session's tenant."""
     corpus = (await session.execute(select(Bm25Corpus.chunks, Bm25Corpus.tokens))).first()
     rows = await session.execute(select(Bm25Term.lexeme, Bm25Term.df).where(Bm25Term.df != 0))
     chunks, tokens = corpus if corpus is not None else (0, 0)
@@ -68,19 +71,17 @@ async def stored(session: AsyncSession) -> Bm25Stats:
 COUNTED_POSTINGS = """
   SELECT c.tenant_id, l.lexeme, c.id AS chunk_id,
          coalesce(array_length(l.positions, 1), 1)::smallint AS tf, c.search_length AS dl
-  FROM chunks c, unnest(c.search_vector) AS l
+  FROM chunks c, unnest(c.search_vector) AS l WHERE c.tenant_id = :tenant
 """
 POSTINGS_DIFFER = text(
     f"""
     WITH counted AS MATERIALIZED ({COUNTED_POSTINGS}),
-    kept AS MATERIALIZED (SELECT tenant_id, lexeme, chunk_id, tf, dl FROM bm25_postings)
+    kept AS MATERIALIZED (
+      SELECT tenant_id, lexeme, chunk_id, tf, dl FROM bm25_postings WHERE tenant_id = :tenant
+    )
     SELECT (SELECT count(*) FROM (SELECT * FROM counted EXCEPT SELECT * FROM kept) a)
          + (SELECT count(*) FROM (SELECT * FROM kept EXCEPT SELECT * FROM counted) b)
     """
-)
-
-REBUILD_POSTINGS = text(
-    f"INSERT INTO bm25_postings (tenant_id, lexeme, chunk_id, tf, dl) {COUNTED_POSTINGS}"
 )
 
 REBUILD_POSTINGS = text(
@@ -91,7 +92,7 @@ REBUILD_POSTINGS = text(
 async def verify(sessions: SessionMaker, tenant_id: str) -> Bm25Check:
     async with tenant_transaction(sessions, tenant_id) as session:
         counted, kept = await recount(session), await stored(session)
-        wrong_postings = int(await session.scalar(POSTINGS_DIFFER) or 0)
+        wrong_postings = int(await session.scalar(POSTINGS_DIFFER, {"tenant": tenant_id}) or 0)
     wrong = sum(
         1
         for lexeme in counted.terms.keys() | kept.terms.keys()
@@ -133,5 +134,5 @@ async def rebuild(sessions: SessionMaker, tenant_id: str) -> Bm25Check:
                 ],
             )
         await session.execute(delete(Bm25Posting).where(Bm25Posting.tenant_id == tenant_id))
-        await session.execute(REBUILD_POSTINGS)
+        await session.execute(REBUILD_POSTINGS, {"tenant": tenant_id})
     return await verify(sessions, tenant_id)

@@ -32,7 +32,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection, create_async_engine
 
 from app.db.engine import async_url
 from app.db.models import Chunk, Tenant
-from app.db.settings_sql import Computed
+from app.db.settings_sql import Computed, sql_literal
 from app.db.tenancy import (
     SessionMaker,
     reading_as,
@@ -91,16 +91,20 @@ def dedicated_index_name(tenant_id: str) -> str:
 def by_dedicated_index_size(
     tenant_id: str, steps: Sequence[tuple[int, int]], *, largest: int, shared: int
 ) -> Computed:
-    """A number chosen by the server from the size of the tenant's dedicated index as the
-    transaction begins (its `reltuples`, kept by CREATE INDEX, VACUUM and ANALYZE): the value
-    of the first (rows, value) step whose rows exceed the index's, else `largest`; `shared`
-    when the tenant has no dedicated index (its searches walk the shared index, or the btree
-    when it is small). One index lookup in pg_class, in the statement that sets the tenant."""
-    cases = " ".join(f"when c.reltuples < {int(rows)} then '{int(value)}'" for rows, value in steps)
+    """A number chosen by the server from the size of the tenant's dedicated graph as the
+    transaction begins: the value of the first (rows, value) step whose rows exceed the
+    tenant's chunks (`bm25_corpus`, exact), else `largest`; `shared` when the tenant has no
+    dedicated index (its searches walk the shared index, or the btree when it is small). A
+    catalog lookup and one row read by its key, in the message that sets the tenant. The
+    chunks are counted from the tenant's own row rather than the index's `reltuples` because
+    on Citus the coordinator's index is an empty shell: the row is read from the tenant's
+    shard, and the same expression gives the same value on one server and on a cluster."""
+    cases = " ".join(f"when b.chunks < {int(rows)} then '{int(value)}'" for rows, value in steps)
+    smallest = int(steps[0][1]) if steps else int(largest)
     return Computed(
-        f"coalesce((select case {cases} else '{int(largest)}' end from pg_class c"
-        f" where c.relname = '{dedicated_index_name(tenant_id)}' and c.relkind = 'i'),"
-        f" '{int(shared)}')"
+        f"case when to_regclass('{dedicated_index_name(tenant_id)}') is null"
+        f" then '{int(shared)}' else coalesce((select case {cases} else '{int(largest)}' end"
+        f" from bm25_corpus b where b.tenant_id = {sql_literal(tenant_id)}), '{smallest}') end"
     )
 
 

@@ -65,6 +65,14 @@ class Base(DeclarativeBase):
     metadata = MetaData(naming_convention=NAMING_CONVENTION)
 
 
+class TenantOwned:
+    """A table of one tenant's rows: row-level security on `tenant_id`, the column it is
+    sharded by on Citus, and named in every statement of a tenant session (db/tenancy.py).
+    Each table declares its own `tenant_id` (its keys differ); this one is the mixin's own."""
+
+    tenant_id: Mapped[str] = mapped_column(String(64), primary_key=True)
+
+
 def _created_at() -> Mapped[datetime]:
     return mapped_column(DateTime(timezone=True), server_default=func.now(), nullable=False)
 
@@ -92,22 +100,20 @@ class Tenant(Base):
     updated_at: Mapped[datetime] = _updated_at()
 
 
-class Collection(Base):
+class Collection(TenantOwned, Base):
     __tablename__ = "collections"
-    __table_args__ = (
-        UniqueConstraint("tenant_id", "name"),
-        UniqueConstraint("tenant_id", "id"),
-    )
+    __table_args__ = (UniqueConstraint("tenant_id", "name"),)
 
-    id: Mapped[uuid.UUID] = mapped_column(UUID, primary_key=True, default=uuid.uuid4)
+    # (tenant_id, id): keys hold the column Citus shards by (migration 0011)
     tenant_id: Mapped[str] = mapped_column(
-        ForeignKey("tenants.id", ondelete="CASCADE"), nullable=False
+        ForeignKey("tenants.id", ondelete="CASCADE"), primary_key=True
     )
+    id: Mapped[uuid.UUID] = mapped_column(UUID, primary_key=True, default=uuid.uuid4)
     name: Mapped[str] = mapped_column(String(128), nullable=False)
     created_at: Mapped[datetime] = _created_at()
 
 
-class Document(Base):
+class Document(TenantOwned, Base):
     __tablename__ = "documents"
     __table_args__ = (
         # Identity: (collection, external_id, access list), migration 0008.
@@ -119,7 +125,6 @@ class Document(Base):
             func.rag_access_key(text("access")),
             unique=True,
         ),
-        UniqueConstraint("tenant_id", "id"),
         UniqueConstraint("tenant_id", "id", "access"),
         ForeignKeyConstraint(
             ["tenant_id", "collection_id"],
@@ -150,10 +155,10 @@ class Document(Base):
         ),
     )
 
-    id: Mapped[uuid.UUID] = mapped_column(UUID, primary_key=True, default=uuid.uuid4)
     tenant_id: Mapped[str] = mapped_column(
-        ForeignKey("tenants.id", ondelete="CASCADE"), nullable=False
+        ForeignKey("tenants.id", ondelete="CASCADE"), primary_key=True
     )
+    id: Mapped[uuid.UUID] = mapped_column(UUID, primary_key=True, default=uuid.uuid4)
     collection_id: Mapped[uuid.UUID] = mapped_column(UUID, nullable=False)
     external_id: Mapped[str] = mapped_column(String(512), nullable=False)
     title: Mapped[str] = mapped_column(Text, nullable=False)
@@ -176,17 +181,16 @@ class Document(Base):
     updated_at: Mapped[datetime] = _updated_at()
 
 
-class Chunk(Base):
+class Chunk(TenantOwned, Base):
     __tablename__ = "chunks"
     __table_args__ = (
-        UniqueConstraint("document_id", "chunk_index"),
-        # The document's access list too: a chunk's always equals its document's, and a
-        # change of the document's rewrites its chunks' (ON UPDATE CASCADE, migration 0008).
+        UniqueConstraint("tenant_id", "document_id", "chunk_index"),
+        # The document's access list too: a chunk's always equals its document's. A change
+        # of the document's updates its chunks' in the same statement (ingest/catalog.py).
         ForeignKeyConstraint(
             ["tenant_id", "document_id", "access"],
             ["documents.tenant_id", "documents.id", "documents.access"],
             ondelete="CASCADE",
-            onupdate="CASCADE",
         ),
         Index(None, "tenant_id", "collection_id"),
         Index(None, "access", postgresql_using="gin"),
@@ -211,8 +215,8 @@ class Chunk(Base):
         ),
     )
 
+    tenant_id: Mapped[str] = mapped_column(String(64), primary_key=True)
     id: Mapped[uuid.UUID] = mapped_column(UUID, primary_key=True, default=uuid.uuid4)
-    tenant_id: Mapped[str] = mapped_column(String(64), nullable=False)
     document_id: Mapped[uuid.UUID] = mapped_column(UUID, nullable=False)
     collection_id: Mapped[uuid.UUID] = mapped_column(UUID, nullable=False)
     chunk_index: Mapped[int] = mapped_column(Integer, nullable=False)
@@ -241,9 +245,9 @@ class Chunk(Base):
     created_at: Mapped[datetime] = _created_at()
 
 
-class Bm25Corpus(Base):
-    """Per tenant: how many chunks and tokens it holds (BM25's N and avgdl). Kept by triggers
-    on `chunks` (migration 0003), never written by the service."""
+class Bm25Corpus(TenantOwned, Base):
+    """Per tenant: how many chunks and tokens it holds (BM25's N and avgdl). Kept with the
+    chunks, in the writer's transaction (db/bm25_upkeep.py)."""
 
     __tablename__ = "bm25_corpus"
 
@@ -254,8 +258,8 @@ class Bm25Corpus(Base):
     tokens: Mapped[int] = mapped_column(BigInteger, nullable=False)
 
 
-class Bm25Term(Base):
-    """Per tenant and lexeme: in how many chunks it occurs (BM25's df). Kept by triggers."""
+class Bm25Term(TenantOwned, Base):
+    """Per tenant and lexeme: in how many chunks it occurs (BM25's df). Kept with the chunks."""
 
     __tablename__ = "bm25_terms"
 
@@ -266,15 +270,15 @@ class Bm25Term(Base):
     df: Mapped[int] = mapped_column(Integer, nullable=False)
 
 
-class Bm25Posting(Base):
+class Bm25Posting(TenantOwned, Base):
     """Per tenant, lexeme and chunk: the lexeme's frequency in the chunk and the chunk's
     length, so keyword search reads its terms' index entries, never the chunks' tsvectors.
-    Kept by triggers (migration 0007); the primary key carries tf and dl (INCLUDE)."""
+    Kept with the chunks; the primary key carries tf and dl (INCLUDE)."""
 
     __tablename__ = "bm25_postings"
 
-    # No foreign key (its per-row check doubled the write cost): a tenant's chunks go by
-    # cascade and take their postings with them (the delete trigger).
+    # No foreign key (its per-row check doubled the write cost): deleting a tenant deletes
+    # its postings explicitly (admin/tenants.py).
     tenant_id: Mapped[str] = mapped_column(String(64), primary_key=True)
     lexeme: Mapped[str] = mapped_column(Text, primary_key=True)
     chunk_id: Mapped[uuid.UUID] = mapped_column(UUID, primary_key=True)

@@ -61,7 +61,7 @@ async def scoped_connection(
     scope = tenant_scope(sessions, tenant_id, settings)
     bind = sessions.kw["bind"]
     if isinstance(bind, AsyncConnection):
-        async with _savepoint(bind, scope) as driver:
+        async with _savepoint(bind, scope, read_only=read_only) as driver:
             yield driver
         return
     if not isinstance(bind, AsyncEngine):
@@ -132,8 +132,11 @@ async def settled() -> None:
 
 @asynccontextmanager
 async def _savepoint(
-    conn: AsyncConnection, scope: Mapping[str, Setting]
+    conn: AsyncConnection, scope: Mapping[str, Setting], *, read_only: bool
 ) -> AsyncIterator[asyncpg.Connection[Any]]:
+    """A savepoint in the caller's transaction. A read-only one is rolled back when done, as
+    a transaction's end would: its settings (a kept plan's `plan_cache_mode`, ...) must not
+    outlive it in the caller's transaction; it wrote nothing to keep."""
     driver = await _driver(conn)
     await driver.execute(scope_message(f"SAVEPOINT {SAVEPOINT}", scope))
     try:
@@ -141,6 +144,8 @@ async def _savepoint(
     except BaseException:
         await driver.execute(f"ROLLBACK TO SAVEPOINT {SAVEPOINT}")
         raise
+    if read_only:
+        await driver.execute(f"ROLLBACK TO SAVEPOINT {SAVEPOINT}")
     await driver.execute(f"RELEASE SAVEPOINT {SAVEPOINT}")
 
 

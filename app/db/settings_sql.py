@@ -11,18 +11,19 @@ They are sent inside one DO block rather than as top-level statements of the mes
 forwards the *query string* of the SET statement it sees (`PostprocessVariableSetStmt(setStmt,
 queryString)`, commands/variableset.c, called from utility_hook.c), and PostgreSQL hands a
 top-level statement of a multi-statement message the whole message as its query string: every
-worker would run the whole message (its BEGIN, every SET and the computed `set_config` below)
-once per SET LOCAL in it. PL/pgSQL runs each statement of the block through SPI, which passes
-that statement's own text; Citus' utility hook forwards a SET whatever the context it runs in
-(`citus_ProcessUtilityInternal`; `IsMultiStatementTransaction` counts a DO block), so each
-SET LOCAL reaches the workers as itself, and nothing else does. SET LOCAL in a DO block
+worker would run the whole message (its BEGIN and every SET) once per SET LOCAL in it.
+PL/pgSQL runs each statement of the block through SPI, which passes that statement's own text;
+Citus' utility hook forwards a SET whatever the context it runs in (`citus_ProcessUtilityInternal`;
+`IsMultiStatementTransaction` counts a DO block), so each SET LOCAL reaches the workers as
+itself, and nothing else does. SET LOCAL in a DO block
 without an exception clause lasts until the transaction ends, as at top level. The price: the
-server compiles the block, ~70 µs per transaction more than top-level statements and ~25 µs
-more than `set_config` calls (embedded server, 6 settings, medians on a shared machine).
+server compiles the block, ~70 µs per transaction more than top-level statements (embedded
+server, 6 settings, medians on a shared machine).
 
-Computed values (`Computed`: an SQL expression, e.g. `hnsw.ef_search` from the size of the
-tenant's dedicated index) stay `set_config(name, (expression), true)` calls: SET takes no
-expression. On Citus they are evaluated on the coordinator and are not forwarded.
+Computed values (`Computed`: an SQL expression, e.g. `hnsw.ef_search` from the number of
+the tenant's chunks) are SET LOCAL statements too, run by EXECUTE in the same block, since SET
+takes no expression: the value is worked out on the server where the message arrives (the
+coordinator, on Citus), and the SET LOCAL that carries it is forwarded like the others.
 
 A simple-protocol message carries no bound parameters, so values are inlined as SQL string
 literals: `sql_literal` doubles quotes and refuses NUL, which PostgreSQL text cannot hold;
@@ -35,7 +36,7 @@ ours, never a caller's, and must match `NAME` all the same: a name is SQL text.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 NAME = re.compile(r"[a-z_][a-z0-9_]*(\.[a-z_][a-z0-9_]*)?")
@@ -60,6 +61,13 @@ def sql_literal(value: str) -> str:
     return "'" + value.replace("'", "''") + "'"
 
 
+def text_array_literal(values: Iterable[str]) -> str:
+    """`values` as a PostgreSQL text[] literal (`{"a","b \\"c\\""}`): each element quoted, its
+    backslashes and double quotes escaped."""
+    quoted = ('"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"' for value in values)
+    return "{" + ",".join(quoted) + "}"
+
+
 def setting_name(name: str) -> str:
     """`name`, when it is a plain (optionally two-part) lower-case identifier."""
     if not NAME.fullmatch(name):
@@ -70,21 +78,19 @@ def setting_name(name: str) -> str:
 def scope_message(begin: str | None, settings: Mapping[str, Setting]) -> str:
     """`begin` (BEGIN, a SAVEPOINT, or None inside a transaction already begun) and every
     transaction-local setting, as one simple-protocol message: a DO block of SET LOCAL
-    statements for the plain values, then one SELECT of `set_config` calls for the computed
-    ones."""
+    statements, the plain values first (the tenant among them, which a computed value may
+    need to read its rows), then the computed ones through EXECUTE."""
     plain = [
         f"SET LOCAL {setting_name(name)} = {sql_literal(value)};"
         for name, value in settings.items()
         if not isinstance(value, Computed)
     ]
     computed = [
-        f"set_config({sql_literal(setting_name(name))}, ({value.sql}), true)"
+        f"EXECUTE format('SET LOCAL {setting_name(name)} = %L', ({value.sql}));"
         for name, value in settings.items()
         if isinstance(value, Computed)
     ]
     statements = [begin] if begin else []
-    if plain:
-        statements.append("DO " + sql_literal(" ".join(["BEGIN", *plain, "END"])))
-    if computed:
-        statements.append("SELECT " + ", ".join(computed))
+    if plain or computed:
+        statements.append("DO " + sql_literal(" ".join(["BEGIN", *plain, *computed, "END"])))
     return "; ".join(statements)

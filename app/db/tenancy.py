@@ -32,7 +32,6 @@ still replaces a connection that died in the pool.
 
 from __future__ import annotations
 
-import json
 from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
 from typing import Any
@@ -42,20 +41,31 @@ from sqlalchemy import Connection, event, text
 from sqlalchemy.dialects.postgresql.asyncpg import AsyncAdapt_asyncpg_connection
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
-from sqlalchemy.orm import Session, SessionTransaction
+from sqlalchemy.orm import ORMExecuteState, Session, SessionTransaction, with_loader_criteria
 
+from app.db.models import TenantOwned
 from app.db.settings_sql import Setting as Setting  # part of this module's interface
-from app.db.settings_sql import scope_message
-from app.permissions import NO_READERS, Readers
+from app.db.settings_sql import scope_message, text_array_literal
+from app.permissions import EVERY_DOCUMENT, NO_READERS, Readers
 
 SessionMaker = async_sessionmaker[AsyncSession]
 READERS = "readers"  # the session info key `reading_as` fills
+NO_TENANT_PREDICATES = "no_tenant_predicates"  # `without_tenant_predicates`
 
 
 def reading_as(sessions: SessionMaker, readers: Readers) -> SessionMaker:
     """The same sessions, each of whose tenant transactions reads as `readers`."""
     kw = dict(sessions.kw)
     kw["info"] = {**kw.get("info", {}), READERS: readers}
+    return async_sessionmaker(class_=sessions.class_, **kw)
+
+
+def without_tenant_predicates(sessions: SessionMaker) -> SessionMaker:
+    """The same sessions, whose ORM statements do not name their tenant: row-level security
+    alone keeps other tenants' rows away. For the isolation suite's guard, which must see
+    leaks through sessions that bypass row-level security."""
+    kw = dict(sessions.kw)
+    kw["info"] = {**kw.get("info", {}), NO_TENANT_PREDICATES: True}
     return async_sessionmaker(class_=sessions.class_, **kw)
 
 
@@ -77,9 +87,17 @@ def transaction_settings(info: Mapping[str, Any]) -> dict[str, Setting]:
     if (tenant_id := info.get("tenant_id")) is not None:
         readers = readers_of(info)
         local["app.tenant_id"] = str(tenant_id)
-        local["app.principals"] = json.dumps(sorted(readers.principals))
+        local["app.principals"] = text_array_literal(sorted(readers.principals))
         local["app.all_documents"] = "on" if readers.all_documents else ""
     return local
+
+
+def tenant_of(session: AsyncSession) -> str:
+    """The tenant a tenant session is scoped to."""
+    tenant_id = session.info.get("tenant_id")
+    if tenant_id is None:
+        raise RuntimeError("not a tenant session")
+    return str(tenant_id)
 
 
 @event.listens_for(Session, "after_begin")
@@ -87,6 +105,36 @@ def _scope_to_tenant(session: Session, _tx: SessionTransaction, conn: Connection
     local = transaction_settings(session.info)
     if local:
         _send_in_transaction(conn, scope_message(None, local))
+
+
+@event.listens_for(Session, "do_orm_execute")
+def _name_the_tenant(state: ORMExecuteState) -> None:
+    """Every ORM SELECT, UPDATE and DELETE of a tenant session names its tenant in the WHERE
+    clause of each tenant-owned table it reads (`tenant_id = :tenant`, also in joins and
+    subqueries). Row-level security is what isolates tenants; the predicate is what lets
+    Citus send the statement to the tenant's shard alone, and the planner use the indexes
+    that lead with tenant_id. Statements written as SQL text name their tenant themselves."""
+    tenant_id = state.session.info.get("tenant_id")
+    if tenant_id is None or not (state.is_select or state.is_update or state.is_delete):
+        return
+    if state.session.info.get(NO_TENANT_PREDICATES):
+        return
+    state.statement = state.statement.options(
+        with_loader_criteria(
+            TenantOwned,
+            lambda owned: owned.tenant_id == tenant_id,
+            include_aliases=True,
+        )
+    )
+
+
+async def scope_to_tenant(session: AsyncSession, tenant_id: str | None) -> None:
+    """Scope the session's open transaction to `tenant_id`, every document of it visible, from
+    here on (None: back to no tenant): for the registry's work on one tenant's rows (counting
+    them, deleting it). The settings are transaction-local like every other."""
+    info = {} if tenant_id is None else {"tenant_id": tenant_id, READERS: EVERY_DOCUMENT}
+    local = transaction_settings(info) or {"app.tenant_id": "", "app.all_documents": ""}
+    await (await session.connection()).exec_driver_sql(scope_message(None, local))
 
 
 def _send_in_transaction(conn: Connection, message: str) -> None:

@@ -6,12 +6,20 @@ import uuid
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import delete, func, select, update
+from sqlalchemy import Text, TextClause, bindparam, delete, func, select, text
+from sqlalchemy.dialects.postgresql import ARRAY, JSONB
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from app.db import bm25_upkeep
 from app.db.models import Chunk, Collection, Document
+from app.db.tenancy import tenant_of
 from app.errors import Conflict, NotFound, Unprocessable
 from app.permissions import Readers
+
+# A document's collection, on the whole key (Citus keeps such a join on the tenant's shard).
+DOCUMENT_COLLECTION = (Collection.tenant_id == Document.tenant_id) & (
+    Collection.id == Document.collection_id
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -31,15 +39,11 @@ class TenantStats:
 async def list_documents(
     session: AsyncSession, *, collection: str | None, limit: int, offset: int
 ) -> tuple[list[DocumentSummary], int]:
-    stmt = select(Document, Collection.name).join(
-        Collection, Collection.id == Document.collection_id
-    )
+    stmt = select(Document, Collection.name).join(Collection, DOCUMENT_COLLECTION)
     count = select(func.count()).select_from(Document)
     if collection is not None:
         stmt = stmt.where(Collection.name == collection)
-        count = count.join(Collection, Collection.id == Document.collection_id).where(
-            Collection.name == collection
-        )
+        count = count.join(Collection, DOCUMENT_COLLECTION).where(Collection.name == collection)
     stmt = stmt.order_by(Document.created_at.desc(), Document.id).limit(limit).offset(offset)
     rows = (await session.execute(stmt)).all()
     total = await session.scalar(count) or 0
@@ -49,7 +53,7 @@ async def list_documents(
 async def get_document(session: AsyncSession, document_id: uuid.UUID) -> DocumentSummary:
     stmt = (
         select(Document, Collection.name)
-        .join(Collection, Collection.id == Document.collection_id)
+        .join(Collection, DOCUMENT_COLLECTION)
         .where(Document.id == document_id)
     )
     row = (await session.execute(stmt)).one_or_none()
@@ -70,11 +74,12 @@ async def update_document(
     session: AsyncSession, document_id: uuid.UUID, change: DocumentChange, *, readers: Readers
 ) -> DocumentSummary:
     """Change a document's metadata and/or access list, never its text or vectors. Its chunks
-    follow in the same transaction: metadata by one UPDATE, the access list by the foreign
-    key's ON UPDATE CASCADE. A document the session cannot see is not found."""
+    follow in the same statement (a chunk's access list must equal its document's: the
+    foreign key between them is checked when the statement ends). A document the session
+    cannot see is not found."""
     current = await get_document(session, document_id)
     doc = current.document
-    values: dict[Any, Any] = {Document.updated_at: func.now()}
+    values: dict[str, Any] = {}
     if change.access is not None and list(change.access) != doc.access:
         if not readers.may_see(change.access):
             raise Unprocessable(
@@ -83,23 +88,38 @@ async def update_document(
                 extra={"errors": [{"field": "access", "message": "excludes the caller"}]},
             )
         await _refuse_twin(session, doc, change.access)
-        values[Document.access] = list(change.access)
+        values["access"] = list(change.access)
     if change.metadata is not None:
-        values[Document.metadata_] = change.metadata
-        await session.execute(
-            update(Chunk)
-            .where(Chunk.document_id == document_id)
-            .values({Chunk.metadata_: change.metadata})
-            .execution_options(synchronize_session=False)
-        )
+        values["metadata"] = change.metadata
     await session.execute(
-        update(Document)
-        .where(Document.id == document_id)
-        .values(values)
-        .execution_options(synchronize_session=False)
+        _document_and_chunks_update(values),
+        {"tenant": tenant_of(session), "id": document_id, **values},
     )
     await session.refresh(doc)
     return current
+
+
+def _document_and_chunks_update(values: dict[str, Any]) -> TextClause:
+    """One statement: the document's new values (and updated_at), then the same values on its
+    chunks, from the document row the first part returned."""
+    document_set = "".join(f", {column} = :{column}" for column in values)
+    chunk_set = ", ".join(f"{column} = d.{column}" for column in values)
+    chunks = (
+        f" UPDATE chunks c SET {chunk_set} FROM d"
+        " WHERE c.tenant_id = :tenant AND c.tenant_id = d.tenant_id AND c.document_id = d.id"
+        if values
+        else " SELECT 1"
+    )
+    return text(
+        f"WITH d AS (UPDATE documents SET updated_at = now(){document_set}"
+        " WHERE tenant_id = :tenant AND id = :id"
+        f" RETURNING tenant_id, id, {', '.join(['access', 'metadata'])}){chunks}"
+    ).bindparams(
+        *(
+            bindparam(column, type_=JSONB if column == "metadata" else ARRAY(Text))
+            for column in values
+        )
+    )
 
 
 async def _refuse_twin(session: AsyncSession, doc: Document, access: tuple[str, ...]) -> None:
@@ -121,8 +141,13 @@ async def _refuse_twin(session: AsyncSession, doc: Document, access: tuple[str, 
 
 
 async def delete_document(session: AsyncSession, document_id: uuid.UUID) -> None:
-    """Delete the document; its chunks go with it (ON DELETE CASCADE)."""
-    result = await session.execute(delete(Document).where(Document.id == document_id))
+    """Delete the document; its chunks go with it (ON DELETE CASCADE), out of the keyword
+    index first."""
+    tenant_id = tenant_of(session)
+    await bm25_upkeep.remove_documents(session, tenant_id, [document_id])
+    result = await session.execute(
+        delete(Document).where(Document.tenant_id == tenant_id, Document.id == document_id)
+    )
     if not result.rowcount:  # type: ignore[attr-defined]
         raise NotFound(f"document {document_id} does not exist")
 
@@ -153,7 +178,7 @@ async def collection_counts(session: AsyncSession) -> list[CollectionCount]:
             func.count(Document.id),
             func.coalesce(func.sum(Document.chunk_count), 0),
         )
-        .join(Document, Document.collection_id == Collection.id)
+        .join(Document, DOCUMENT_COLLECTION)
         .group_by(Collection.id, Collection.name)
         .order_by(Collection.name)
     )

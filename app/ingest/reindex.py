@@ -104,7 +104,10 @@ async def _reembed_batch(
     async with tenant_transaction(sessions, tenant_id) as session:
         stmt = (
             select(Chunk.id, Chunk.content, Chunk.section_path, Document.title, Chunk.document_id)
-            .join(Document, Document.id == Chunk.document_id)
+            .join(
+                Document,
+                (Document.tenant_id == Chunk.tenant_id) & (Document.id == Chunk.document_id),
+            )
             .where(_stale(embedder.model_id))
             .order_by(Chunk.id)
             .limit(batch_size)
@@ -128,7 +131,9 @@ async def _reembed_batch(
                     embedded_text_hash=sha256(body),
                 )
             )
-        await refresh_document_vectors(session, sorted({row.document_id for row in rows}))
+        await refresh_document_vectors(
+            session, tenant_id, sorted({row.document_id for row in rows})
+        )
     return len(rows)
 
 

@@ -12,6 +12,7 @@ from sqlalchemy import Table, delete, distinct, func, insert, literal_column, se
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from app.db import bm25_upkeep
 from app.db.models import Chunk, Collection, Document
 
 DEFAULT_COLLECTION = "default"
@@ -56,7 +57,7 @@ async def stored_versions(
         return {}
     models = (
         select(func.array_agg(distinct(Chunk.embedding_model)))
-        .where(Chunk.document_id == Document.id)
+        .where(Chunk.tenant_id == Document.tenant_id, Chunk.document_id == Document.id)
         .scalar_subquery()
     )
     stmt = (
@@ -69,7 +70,11 @@ async def stored_versions(
             Document.access,
             models,
         )
-        .join(Collection, Collection.id == Document.collection_id)
+        .join(
+            Collection,
+            (Collection.tenant_id == Document.tenant_id)
+            & (Collection.id == Document.collection_id),
+        )
         .where(tuple_(Collection.name, Document.external_id).in_([k[:2] for k in keys]))
     )
     return {
@@ -163,7 +168,10 @@ async def write_versions(
     ]
     replaced = [w.document_id for w in by_version if not w.created]
     if replaced:
-        await session.execute(delete(Chunk).where(Chunk.document_id.in_(replaced)))
+        await bm25_upkeep.remove_documents(session, tenant_id, replaced)
+        await session.execute(
+            delete(Chunk).where(Chunk.tenant_id == tenant_id, Chunk.document_id.in_(replaced))
+        )
     rows = [
         {
             **chunk,
@@ -177,32 +185,36 @@ async def write_versions(
     ]
     # Core on the connection (not the ORM bulk path, which rebuilds the statement for every
     # call): one compiled INSERT. RETURNING makes SQLAlchemy send it as multi-row statements
-    # (insertmanyvalues); without it asyncpg's executemany runs one statement per row, and
-    # the statement-level BM25 triggers (statistics, postings) would run once per chunk.
+    # (insertmanyvalues); without it asyncpg's executemany runs one statement per row.
     conn = await session.connection()
     for start in range(0, len(rows), INSERT_BATCH):
         await conn.execute(CHUNK_INSERT, rows[start : start + INSERT_BATCH])
-    await refresh_document_vectors(session, [w.document_id for w in by_version])
+    written_ids = [w.document_id for w in by_version]
+    await bm25_upkeep.add_documents(session, tenant_id, written_ids)
+    await refresh_document_vectors(session, tenant_id, written_ids)
     return by_version
 
 
 async def refresh_document_vectors(
-    session: AsyncSession, document_ids: Sequence[uuid.UUID] | None = None
+    session: AsyncSession, tenant_id: str, document_ids: Sequence[uuid.UUID] | None = None
 ) -> None:
     """Set each document's vector to the normalised mean of its chunk vectors, when they all
     carry one model (a document half-way through a reindex has none until it is done). One
-    statement for any number of documents; None: every document of the session's tenant."""
+    statement for any number of documents; None: every document of the tenant."""
     chunk_filter = "" if document_ids is None else "AND document_id = ANY(:ids)"
     doc_filter = "" if document_ids is None else "AND d.id = ANY(:ids)"
-    params = {} if document_ids is None else {"ids": list(document_ids)}
+    params: dict[str, Any] = {"tenant": tenant_id}
+    if document_ids is not None:
+        params["ids"] = list(document_ids)
     await session.execute(
         text(
             "UPDATE documents d SET embedding = v.mean, embedding_model = v.model FROM ("
-            " SELECT document_id, l2_normalize(avg(embedding)) AS mean,"
+            " SELECT tenant_id, document_id, l2_normalize(avg(embedding)) AS mean,"
             " min(embedding_model) AS model FROM chunks"
-            f" WHERE embedding IS NOT NULL {chunk_filter}"
-            " GROUP BY document_id HAVING count(DISTINCT embedding_model) = 1"
-            f") v WHERE v.document_id = d.id {doc_filter}"
+            f" WHERE tenant_id = :tenant AND embedding IS NOT NULL {chunk_filter}"
+            " GROUP BY tenant_id, document_id HAVING count(DISTINCT embedding_model) = 1"
+            f") v WHERE d.tenant_id = :tenant AND d.tenant_id = v.tenant_id"
+            f" AND v.document_id = d.id {doc_filter}"
         ),
         params,
     )

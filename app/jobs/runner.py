@@ -47,17 +47,24 @@ async def run_turn(services: JobServices, *, job_id: uuid.UUID, tenant_id: str) 
     async with tenant_transaction(sessions, tenant_id) as session:
         row = (
             await session.execute(
-                text("select status from ingest_jobs where id = :id for update"), {"id": job_id}
+                text(
+                    "select status from ingest_jobs"
+                    " where tenant_id = :tenant and id = :id for update"
+                ),
+                {"tenant": tenant_id, "id": job_id},
             )
         ).one_or_none()
         if row is None or row.status in FINAL:
             return  # cancelled while queued, or deleted with its tenant
+        # least() skips NULL: the first turn's time, kept by the later ones (the same as
+        # coalesce(started_at, now()), which Citus refuses in an UPDATE)
         await session.execute(
             text(
                 "update ingest_jobs set status = 'running', turns = turns + 1,"
-                " started_at = coalesce(started_at, now()), updated_at = now() where id = :id"
+                " started_at = least(started_at, now()), updated_at = now()"
+                " where tenant_id = :tenant and id = :id"
             ),
-            {"id": job_id},
+            {"tenant": tenant_id, "id": job_id},
         )
     for _ in range(services.turn_documents):
         if not await _run_next(services, job_id=job_id, tenant_id=tenant_id):
@@ -65,10 +72,10 @@ async def run_turn(services: JobServices, *, job_id: uuid.UUID, tenant_id: str) 
     async with tenant_transaction(sessions, tenant_id) as session:
         others = await session.scalar(
             text(
-                "select count(*) from ingest_jobs where status in ('queued', 'running')"
-                " and id <> :id"
+                "select count(*) from ingest_jobs where tenant_id = :tenant"
+                " and status in ('queued', 'running') and id <> :id"
             ),
-            {"id": job_id},
+            {"tenant": tenant_id, "id": job_id},
         )
         await queue_turn(session, tenant_id=tenant_id, job_id=job_id, others=int(others or 0))
 
@@ -78,8 +85,11 @@ async def _run_next(services: JobServices, *, job_id: uuid.UUID, tenant_id: str)
     async with tenant_transaction(services.sessions, tenant_id) as session:
         cancel, readers = (
             await session.execute(
-                text("select cancel_requested, readers from ingest_jobs where id = :id"),
-                {"id": job_id},
+                text(
+                    "select cancel_requested, readers from ingest_jobs"
+                    " where tenant_id = :tenant and id = :id"
+                ),
+                {"tenant": tenant_id, "id": job_id},
             )
         ).one()
         item = None
@@ -88,14 +98,15 @@ async def _run_next(services: JobServices, *, job_id: uuid.UUID, tenant_id: str)
                 await session.execute(
                     text(
                         "select id, position, name, content, is_text, source_type, fields,"
-                        " size_bytes from ingest_job_inputs where job_id = :id"
+                        " size_bytes from ingest_job_inputs"
+                        " where tenant_id = :tenant and job_id = :id"
                         " order by position limit 1"
                     ),
-                    {"id": job_id},
+                    {"tenant": tenant_id, "id": job_id},
                 )
             ).one_or_none()
         if item is None:
-            await _finish(session, job_id, cancelled=bool(cancel))
+            await _finish(session, job_id, tenant_id=tenant_id, cancelled=bool(cancel))
             return False
     # Written as whoever submitted the job: its documents' access lists are checked against
     # the submitter's principals, as a synchronous ingest's would be.
@@ -108,7 +119,7 @@ async def _run_next(services: JobServices, *, job_id: uuid.UUID, tenant_id: str)
                 " documents_done = documents_done + :ok, documents_failed = documents_failed"
                 " + :bad, chunks_done = chunks_done + :chunks, chunks_in_progress = 0,"
                 " chunks_in_progress_total = 0, bytes_pending = greatest(bytes_pending - :size,"
-                " 0), updated_at = now() where id = :id"
+                " 0), updated_at = now() where tenant_id = :tenant and id = :id"
             ),
             {
                 "result": json.dumps([result]),
@@ -116,10 +127,14 @@ async def _run_next(services: JobServices, *, job_id: uuid.UUID, tenant_id: str)
                 "bad": int(result["status"] == "failed"),
                 "chunks": result.get("chunks", 0),
                 "size": item.size_bytes,
+                "tenant": tenant_id,
                 "id": job_id,
             },
         )
-        await session.execute(text("delete from ingest_job_inputs where id = :id"), {"id": item.id})
+        await session.execute(
+            text("delete from ingest_job_inputs where tenant_id = :tenant and id = :id"),
+            {"tenant": tenant_id, "id": item.id},
+        )
     return True
 
 
@@ -151,17 +166,20 @@ class Refused(AppError):
         self.refused_status = status
 
 
-async def _finish(session: Any, job_id: uuid.UUID, *, cancelled: bool) -> None:
+async def _finish(session: Any, job_id: uuid.UUID, *, tenant_id: str, cancelled: bool) -> None:
     await session.execute(
         text(
             "update ingest_jobs set status = case when :cancelled then 'cancelled'"
             " when documents_failed = 0 then 'succeeded' when documents_done = 0 then 'failed'"
             " else 'partial' end, bytes_pending = 0, finished_at = now(), updated_at = now()"
-            " where id = :id"
+            " where tenant_id = :tenant and id = :id"
         ),
-        {"cancelled": cancelled, "id": job_id},
+        {"cancelled": cancelled, "tenant": tenant_id, "id": job_id},
     )
-    await session.execute(text("delete from ingest_job_inputs where job_id = :id"), {"id": job_id})
+    await session.execute(
+        text("delete from ingest_job_inputs where tenant_id = :tenant and job_id = :id"),
+        {"tenant": tenant_id, "id": job_id},
+    )
 
 
 async def fail_job(
@@ -172,13 +190,14 @@ async def fail_job(
         await session.execute(
             text(
                 "update ingest_jobs set status = 'failed', error = :error, bytes_pending = 0,"
-                " finished_at = now(), updated_at = now() where id = :id and status in"
-                " ('queued', 'running')"
+                " finished_at = now(), updated_at = now()"
+                " where tenant_id = :tenant and id = :id and status in ('queued', 'running')"
             ),
-            {"error": error, "id": job_id},
+            {"error": error, "tenant": tenant_id, "id": job_id},
         )
         await session.execute(
-            text("delete from ingest_job_inputs where job_id = :id"), {"id": job_id}
+            text("delete from ingest_job_inputs where tenant_id = :tenant and job_id = :id"),
+            {"tenant": tenant_id, "id": job_id},
         )
 
 
@@ -266,9 +285,10 @@ class ProgressEmbedder:
             await session.execute(
                 text(
                     "update ingest_jobs set chunks_in_progress = :done,"
-                    " chunks_in_progress_total = :total, updated_at = now() where id = :id"
+                    " chunks_in_progress_total = :total, updated_at = now()"
+                    " where tenant_id = :tenant and id = :id"
                 ),
-                {"done": done, "total": total, "id": self._job_id},
+                {"done": done, "total": total, "tenant": self._tenant_id, "id": self._job_id},
             )
 
     async def check(self) -> None:

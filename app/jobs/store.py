@@ -13,6 +13,7 @@ from typing import Any
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from app.db.tenancy import tenant_of
 from app.errors import NotFound, PayloadTooLarge, RateLimited
 from app.permissions import Readers
 
@@ -171,8 +172,11 @@ async def queue_turn(
 async def get_job(session: AsyncSession, job_id: uuid.UUID) -> JobView:
     row = (
         await session.execute(
-            text(f"select {_COLUMNS} from ingest_jobs where id = :id and {_VISIBLE}"),
-            {"id": job_id},
+            text(
+                f"select {_COLUMNS} from ingest_jobs"
+                f" where tenant_id = :tenant and id = :id and {_VISIBLE}"
+            ),
+            {"tenant": tenant_of(session), "id": job_id},
         )
     ).one_or_none()
     if row is None:
@@ -183,8 +187,15 @@ async def get_job(session: AsyncSession, job_id: uuid.UUID) -> JobView:
 async def list_jobs(
     session: AsyncSession, *, status: str | None, limit: int, offset: int
 ) -> tuple[list[JobView], int]:
-    where = f"where {_VISIBLE}" + (" and status = :status" if status else "")
-    params: dict[str, Any] = {"status": status, "limit": limit, "offset": offset}
+    where = f"where tenant_id = :tenant and {_VISIBLE}" + (
+        " and status = :status" if status else ""
+    )
+    params: dict[str, Any] = {
+        "tenant": tenant_of(session),
+        "status": status,
+        "limit": limit,
+        "offset": offset,
+    }
     rows = await session.execute(
         text(
             f"select {_COLUMNS} from ingest_jobs {where}"
@@ -200,25 +211,26 @@ async def cancel_job(session: AsyncSession, job_id: uuid.UUID) -> JobView:
     """A queued job is cancelled at once and never runs; a running one stops after the
     document in progress; a finished one is left as it is."""
     await get_job(session, job_id)  # 404 for an unknown id, another tenant's or user's
+    key = {"tenant": tenant_of(session), "id": job_id}
     cancelled = await session.execute(
         text(
             "update ingest_jobs set status = 'cancelled', cancel_requested = true,"
             " bytes_pending = 0, finished_at = now(), updated_at = now()"
-            " where id = :id and status = 'queued' returning id"
+            " where tenant_id = :tenant and id = :id and status = 'queued' returning id"
         ),
-        {"id": job_id},
+        key,
     )
     if cancelled.one_or_none() is not None:
         await session.execute(
-            text("delete from ingest_job_inputs where job_id = :id"), {"id": job_id}
+            text("delete from ingest_job_inputs where tenant_id = :tenant and job_id = :id"), key
         )
     else:
         await session.execute(
             text(
                 "update ingest_jobs set cancel_requested = true, updated_at = now()"
-                " where id = :id and status = 'running'"
+                " where tenant_id = :tenant and id = :id and status = 'running'"
             ),
-            {"id": job_id},
+            key,
         )
     return await get_job(session, job_id)
 
@@ -237,8 +249,9 @@ async def job_counts(session: AsyncSession) -> JobCounts:
             text(
                 "select count(*) filter (where status = 'queued'),"
                 " count(*) filter (where status = 'running'), coalesce(sum(bytes_pending), 0)"
-                " from ingest_jobs where status in ('queued', 'running')"
-            )
+                " from ingest_jobs where tenant_id = :tenant and status in ('queued', 'running')"
+            ),
+            {"tenant": tenant_of(session)},
         )
     ).one()
     return JobCounts(int(queued), int(running), int(pending))

@@ -33,6 +33,7 @@ import numpy as np
 from sqlalchemy import bindparam, delete, select, text
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from app.db import bm25_upkeep
 from app.db.models import Collection, Document
 from app.db.tenancy import SessionMaker, tenant_transaction
 from app.errors import Unprocessable
@@ -154,7 +155,11 @@ async def _examined(
             Document.access_count,
             Document.access,
         )
-        .join(Collection, Collection.id == Document.collection_id)
+        .join(
+            Collection,
+            (Collection.tenant_id == Document.tenant_id)
+            & (Collection.id == Document.collection_id),
+        )
         .where(
             Document.tenant_id == tenant_id,
             Document.embedding_model == model_id,
@@ -195,7 +200,7 @@ PROBES = text(
         ORDER BY o.embedding <=> d.embedding
         LIMIT :k
     ) n
-    WHERE d.id = ANY(:ids)
+    WHERE d.tenant_id = :tenant AND d.id = ANY(:ids)
     """
 ).bindparams(bindparam("ids"))
 
@@ -247,6 +252,7 @@ async def merge_duplicates(
             if merged is None:
                 continue
             ids = [d.id for d in merged.duplicates]
+            await bm25_upkeep.remove_documents(session, tenant_id, ids)
             await session.execute(
                 delete(Document).where(Document.tenant_id == tenant_id, Document.id.in_(ids))
             )

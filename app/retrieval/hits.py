@@ -65,9 +65,13 @@ SOURCE_COLUMNS = (
 
 
 def with_sources(stmt: Any) -> Any:
-    """`stmt` (selecting from chunks) joined to what `SOURCE_COLUMNS` reads."""
-    return stmt.join(Document, Document.id == Chunk.document_id).join(
-        Collection, Collection.id == Chunk.collection_id
+    """`stmt` (selecting from chunks) joined to what `SOURCE_COLUMNS` reads, on the keys with
+    the tenant (so Citus keeps the join on the chunk's shard)."""
+    return stmt.join(
+        Document, (Document.tenant_id == Chunk.tenant_id) & (Document.id == Chunk.document_id)
+    ).join(
+        Collection,
+        (Collection.tenant_id == Chunk.tenant_id) & (Collection.id == Chunk.collection_id),
     )
 
 

@@ -169,9 +169,11 @@ def _nearest_statement(
     threshold: Any,
     top_k: Any,
     exact: bool = False,
+    tenant: Any | None = None,
 ) -> Any:
     """Always one row at least: `candidates` (the rows measured before the threshold) beside
-    the best `top_k` with their sources, or beside NULLs when none passed."""
+    the best `top_k` with their sources, or beside NULLs when none passed. `tenant`: named
+    where the best are read back too (an ORM session names it itself)."""
     nearest = _nearest_rows(vector, where, fetch, exact)
     passed = _passed(nearest, threshold).subquery()
     best = (
@@ -181,9 +183,10 @@ def _nearest_statement(
         .cte("best")
         .prefix_with("MATERIALIZED")
     )
+    same = Chunk.id == best.c.id
     hits = with_sources(
         select(best.c.passed, best.c.similarity, *SOURCE_COLUMNS).join_from(
-            best, Chunk, Chunk.id == best.c.id
+            best, Chunk, same if tenant is None else (Chunk.tenant_id == tenant) & same
         )
     ).subquery("hits")
     measured = select(func.count().label("candidates")).select_from(nearest).subquery("measured")
@@ -209,6 +212,7 @@ def _compiled_nearest(with_threshold: bool, exact: bool) -> Compiled:
             bindparam("threshold", type_=Float) if with_threshold else None,
             bindparam("top_k", type_=Integer),
             exact,
+            tenant=bindparam("tenant"),
         )
     )
 

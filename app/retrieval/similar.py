@@ -90,7 +90,11 @@ async def similar_to_chunk(
         row = (
             await session.execute(
                 select(Chunk.embedding, Chunk.embedding_model, Chunk.document_id, Collection.name)
-                .join(Collection, Collection.id == Chunk.collection_id)
+                .join(
+                    Collection,
+                    (Collection.tenant_id == Chunk.tenant_id)
+                    & (Collection.id == Chunk.collection_id),
+                )
                 .where(Chunk.id == chunk_id, Chunk.tenant_id == tenant_id)
             )
         ).one_or_none()
@@ -165,7 +169,11 @@ async def similar_to_document(
         row = (
             await session.execute(
                 select(Document.embedding, Document.embedding_model, Collection.name)
-                .join(Collection, Collection.id == Document.collection_id)
+                .join(
+                    Collection,
+                    (Collection.tenant_id == Document.tenant_id)
+                    & (Collection.id == Document.collection_id),
+                )
                 .where(Document.id == document_id, Document.tenant_id == tenant_id)
             )
         ).one_or_none()

@@ -171,7 +171,7 @@ async def test_ef_search_follows_the_size_of_the_index_a_search_uses(
     try:
         assert await _ef_search(sessions, tenant_id, None) == {str(EF_STEPS[0][1])}
         assert await _ef_search(sessions, tenant_id, 77) == {"77"}
-        steps = ((10, 11), (40, 22), (41, 33))  # the index holds 40 rows: not under 40
+        steps = ((10, 11), (40, 22), (41, 33))  # the tenant has 40 chunks: not under 40
         async with tenant_transaction(
             sessions,
             tenant_id,

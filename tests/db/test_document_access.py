@@ -15,6 +15,7 @@ from app.db.embedded import OWNER_ROLE, bootstrap, drop_database, with_database,
 from app.db.engine import async_url
 from app.db.migrate import alembic_config, migrate
 from app.db.tenancy import SessionMaker, reading_as, tenant_transaction, transaction_settings
+from app.ingest.catalog import DocumentChange, update_document
 from app.ingest.documents import ingest_document
 from app.ingest.inputs import DocumentInput
 from app.ingest.parsing import SourceType
@@ -30,6 +31,8 @@ from tests.conftest import (
     small_chunker,
 )
 from tests.fakes import WordHashEmbedder
+
+pytestmark = pytest.mark.on_citus
 
 HR = Readers(frozenset({"user:carol", "group:hr"}))
 
@@ -57,7 +60,11 @@ async def _seed(sessions: SessionMaker, embedder: WordHashEmbedder) -> str:
 async def _titles(sessions: SessionMaker, tenant_id: str) -> set[str]:
     async with tenant_transaction(sessions, tenant_id) as session:
         rows = await session.execute(
-            text("select d.title from documents d join chunks c on c.document_id = d.id")
+            text(
+                "select d.title from documents d join chunks c"
+                " on c.tenant_id = d.tenant_id and c.document_id = d.id where d.tenant_id = :t"
+            ),
+            {"t": tenant_id},
         )
         return {row[0] for row in rows}
 
@@ -78,7 +85,7 @@ async def test_each_transaction_reads_as_its_readers_and_none_means_unrestricted
     # savepoint) never keeps the previous transaction's principals
     assert transaction_settings({"tenant_id": tenant_id}) == {
         "app.tenant_id": tenant_id,
-        "app.principals": "[]",
+        "app.principals": "{}",
         "app.all_documents": "",
     }
     assert await _titles(sessions, tenant_id) == {"open"}
@@ -92,17 +99,36 @@ async def test_a_chunk_cannot_carry_another_access_list_than_its_document(
     with pytest.raises(IntegrityError):
         async with tenant_transaction(everything, tenant_id) as session:
             await session.execute(
-                text("update chunks set access = '{}' where access = '{group:hr}'")
+                text(
+                    "update chunks set access = '{}' where tenant_id = :t and access = '{group:hr}'"
+                ),
+                {"t": tenant_id},
             )
+    # a document's list cannot change without its chunks' ...
+    with pytest.raises(IntegrityError, match="fk_chunks_tenant_id_documents"):
+        async with tenant_transaction(everything, tenant_id) as session:
+            await session.execute(
+                text(
+                    "update documents set access = '{group:legal}'"
+                    " where tenant_id = :t and title = 'hr'"
+                ),
+                {"t": tenant_id},
+            )
+    # ... and the document's update changes both in one statement
     async with tenant_transaction(everything, tenant_id) as session:
-        await session.execute(
-            text("update documents set access = '{group:legal}' where title = 'hr'")
+        document_id = await session.scalar(
+            text("select id from documents where tenant_id = :t and title = 'hr'"), {"t": tenant_id}
+        )
+        await update_document(
+            session, document_id, DocumentChange(access=("group:legal",)), readers=EVERY_DOCUMENT
         )
         chunks = await session.scalar(
             text(
                 "select array_agg(distinct c.access::text) from chunks c"
-                " join documents d on d.id = c.document_id where d.title = 'hr'"
-            )
+                " join documents d on d.tenant_id = c.tenant_id and d.id = c.document_id"
+                " where d.tenant_id = :t and d.title = 'hr'"
+            ),
+            {"t": tenant_id},
         )
     assert chunks == ["{group:legal}"]
 
@@ -114,7 +140,11 @@ async def test_a_writer_cannot_store_a_document_it_could_not_see(
     with pytest.raises(Exception, match="row-level security"):
         async with tenant_transaction(reading_as(sessions, HR), tenant_id) as session:
             await session.execute(
-                text("update documents set access = '{group:board}' where title = 'hr'")
+                text(
+                    "update documents set access = '{group:board}'"
+                    " where tenant_id = :t and title = 'hr'"
+                ),
+                {"t": tenant_id},
             )
 
 
@@ -179,7 +209,9 @@ async def test_the_planner_condition_keeps_unrestricted_chunks_when_there_are_so
         ).conditions
     assert "= :" in str(with_open)  # access = '{}' OR access && principals
     async with tenant_transaction(reading_as(sessions, EVERY_DOCUMENT), tenant_id) as session:
-        await session.execute(text("delete from documents where access = '{}'"))
+        await session.execute(
+            text("delete from documents where tenant_id = :t and access = '{}'"), {"t": tenant_id}
+        )
     async with tenant_transaction(reading_as(sessions, HR), tenant_id) as session:
         [listed] = (
             await visible_scope(
@@ -204,6 +236,7 @@ def test_access_lists_are_normalized_and_checked() -> None:
 
 
 @pytest.mark.slow
+@pytest.mark.single_node  # a database of its own, migrated down and up
 async def test_migration_0008_downgrades_and_upgrades_again(database: DatabaseUrls) -> None:
     name = f"rag_test_access_{os.getpid()}"
     server = database.superuser_url

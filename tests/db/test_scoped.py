@@ -6,7 +6,6 @@ inside one; a connection that died in the pool is replaced."""
 from __future__ import annotations
 
 import asyncio
-import json
 from collections.abc import AsyncIterator
 
 import asyncpg
@@ -17,7 +16,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine, async_sessionmaker
 
 from app.db.engine import create_engine, create_sessionmaker
 from app.db.scoped import scoped_connection, settled
-from app.db.settings_sql import Computed, scope_message, sql_literal
+from app.db.settings_sql import Computed, scope_message, sql_literal, text_array_literal
 from app.db.tenancy import SessionMaker, reading_as, registry_transaction, tenant_transaction
 from app.ingest.documents import ingest_documents
 from app.ingest.inputs import DocumentInput
@@ -52,7 +51,7 @@ LEFT = (
 )
 CLEAN = ("", "", "", "no")  # no tenant, principals or ef_search left; no transaction open
 PRINCIPALS = frozenset({"user:o'brien", "group:a\\b", 'group:"q"', "group:'; reset all; --"})
-EXPECTED_PRINCIPALS = json.dumps(sorted(PRINCIPALS))
+EXPECTED_PRINCIPALS = text_array_literal(sorted(PRINCIPALS))
 
 
 async def _state(sessions: SessionMaker) -> tuple[str, str, str, str]:
@@ -82,7 +81,7 @@ async def _last_message(sessions: SessionMaker, pid: int) -> str:
     return str(query)
 
 
-def test_plain_settings_are_set_local_statements_and_computed_ones_set_config() -> None:
+def test_every_setting_is_a_set_local_statement_computed_ones_through_execute() -> None:
     message = scope_message(
         "BEGIN",
         {"app.tenant_id": "it's", "hnsw.ef_search": Computed("'7'"), "plan_cache_mode": "x"},
@@ -90,11 +89,13 @@ def test_plain_settings_are_set_local_statements_and_computed_ones_set_config() 
     assert message == (
         "BEGIN;"
         " DO 'BEGIN SET LOCAL app.tenant_id = ''it''''s'';"
-        " SET LOCAL plan_cache_mode = ''x''; END';"
-        " SELECT set_config('hnsw.ef_search', ('7'), true)"
+        " SET LOCAL plan_cache_mode = ''x'';"
+        " EXECUTE format(''SET LOCAL hnsw.ef_search = %L'', (''7'')); END'"
     )
     assert scope_message(None, {"x.y": "1"}) == "DO 'BEGIN SET LOCAL x.y = ''1''; END'"
-    assert scope_message(None, {"x.y": Computed("'1'")}) == "SELECT set_config('x.y', ('1'), true)"
+    assert scope_message(None, {"x.y": Computed("'1'")}) == (
+        "DO 'BEGIN EXECUTE format(''SET LOCAL x.y = %L'', (''1'')); END'"
+    )
 
 
 def test_literals_are_quoted_and_nul_refused() -> None:
@@ -147,6 +148,8 @@ async def test_settings_arrive_exactly_as_set_local_and_end_with_the_transaction
         assert " SET LOCAL app.tenant_id = " in message
         assert "set_config" not in message
         assert tuple(await driver.fetchrow(LEFT) or ()) == (HOSTILE, EXPECTED_PRINCIPALS, "77")
+        # what the policies compare access lists with: exactly the caller's principals
+        assert set(await driver.fetchval("select rag_principals()")) == PRINCIPALS
         assert driver.is_in_transaction()
     assert await _state(one_connection) == CLEAN
 

@@ -30,8 +30,8 @@ WORDS = ["harbour", "ship", "channel", "dredge", "buoy", "tide", "crane", "cargo
 
 
 async def seed(superuser_url: str, tenants: list[str]) -> None:
-    """Tenants with documents and chunks, inserted as the superuser (the triggers keep the
-    keyword statistics as on ingest)."""
+    """Tenants with documents and chunks, inserted as the superuser (their keyword statistics
+    are then counted as `rag bm25 rebuild` does: `restored`)."""
     conn = await asyncpg.connect(superuser_url)
     await register_vector(conn)
     rng = np.random.default_rng(7)
@@ -89,6 +89,12 @@ async def restored(database: DatabaseUrls) -> AsyncIterator[tuple[str, list[str]
     tenants = [f"bk-{uuid.uuid4().hex[:8]}" for _ in range(2)]
     source = with_database(database.superuser_url, str(make_url(database.owner_url).database))
     await seed(source, tenants)
+    engine = create_engine(database.app_url, pool_size=1)
+    try:
+        for tenant in tenants:
+            await bm25.rebuild(create_sessionmaker(engine), tenant)
+    finally:
+        await engine.dispose()
     name = f"rag_restored_{uuid.uuid4().hex[:8]}"
     target = with_database(database.superuser_url, name)
     admin = await asyncpg.connect(database.superuser_url)
@@ -105,7 +111,8 @@ async def restored(database: DatabaseUrls) -> AsyncIterator[tuple[str, list[str]
     finally:
         await drop_database(database.superuser_url, name)
         conn = await asyncpg.connect(source)
-        try:  # the registry's delete cascades to the tenants' rows
+        try:  # the registry's delete cascades to the tenants' rows, but for their postings
+            await conn.execute("delete from bm25_postings where tenant_id = any($1)", tenants)
             await conn.execute("delete from tenants where id = any($1)", tenants)
         finally:
             await conn.close()

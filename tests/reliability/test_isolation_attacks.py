@@ -20,6 +20,7 @@ import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 
+import pytest
 from httpx import ASGITransport, AsyncClient
 from sqlalchemy import text
 from sqlalchemy.engine import make_url
@@ -27,13 +28,15 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 
 from app.db.embedded import with_database
 from app.db.engine import create_engine, create_sessionmaker
-from app.db.tenancy import SessionMaker
+from app.db.tenancy import SessionMaker, without_tenant_predicates
 from app.settings import Settings
 from tests.conftest import DatabaseUrls, TenantClient, new_tenant, running_app
 from tests.fakes import WordHashEmbedder
 from tests.mcp.conftest import HOST, mcp_settings
 from tests.reliability.conftest import send
 from tests.reliability.endpoints import Call, Json, mcp_call
+
+pytestmark = pytest.mark.on_citus
 
 SHARED = {
     "handbook": "Vacation requests go to your manager two weeks ahead; launch codes are never "
@@ -263,11 +266,13 @@ async def test_the_guard_the_suite_reports_leaks_when_rls_is_bypassed(
     assert name is not None
     superuser = create_engine(with_database(database.superuser_url, name), pool_size=2)
     committed = create_sessionmaker(app_engine)
+    # past row-level security, and past the tenant the ORM's statements name besides
+    bypassing = without_tenant_predicates(create_sessionmaker(superuser))
     tenants: list[str] = []
     try:
         async with (
             running_app(mcp_settings(settings), committed, embedder) as rls_app,
-            running_app(mcp_settings(settings), create_sessionmaker(superuser), embedder) as bare,
+            running_app(mcp_settings(settings), bypassing, embedder) as bare,
             AsyncClient(transport=ASGITransport(rls_app), base_url=f"http://{HOST}") as seed_http,
             AsyncClient(transport=ASGITransport(bare), base_url=f"http://{HOST}") as attack_http,
         ):
