@@ -81,13 +81,14 @@ def serve(
 ) -> None:
     """Run the API (the embedded database when RAG_DATABASE_URL is not set)."""
     from app.cli import logs
-    from app.cli.database import database_settings
+    from app.cli.database import database_settings, refuse_unready_cluster
     from app.cli.server import run_server
     from app.cli.settings import load_settings
     from app.settings import with_dev_jwt_secret
 
     base = load_settings(dev_secret=False)
     log_config = logs.configure(verbose=verbose, log_format=base.log_format)
+    refuse_unready_cluster(base)
     with database_settings(with_dev_jwt_secret(base)) as settings:
         run_server(settings, host=host, port=port, workers=workers, log_config=log_config)
 
@@ -100,6 +101,7 @@ def migrate() -> None:
     from app.cli.database import database_settings
     from app.cli.settings import load_settings
     from app.db.migrate import migrate as run_migrations
+    from app.db.sharding import ClusterNotReady
 
     settings = load_settings()
     if settings.database_url is None:
@@ -107,14 +109,18 @@ def migrate() -> None:
             typer.echo("embedded database migrated", err=True)
         return
     owner = settings.migration_database_url or settings.database_url
-    asyncio.run(
-        run_migrations(
-            owner.get_secret_value(),
-            embedding_dimensions=settings.embedding_dimensions,
-            app_role=settings.app_role,
-            app_url=settings.database_url.get_secret_value(),
+    try:
+        asyncio.run(
+            run_migrations(
+                owner.get_secret_value(),
+                embedding_dimensions=settings.embedding_dimensions,
+                app_role=settings.app_role,
+                app_url=settings.database_url.get_secret_value(),
+            )
         )
-    )
+    except ClusterNotReady as error:
+        typer.echo(f"rag: {error}\nnothing was changed", err=True)
+        raise typer.Exit(1) from None
     typer.echo("database migrated", err=True)
 
 

@@ -8,8 +8,11 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 import asyncpg
+import typer
 from pydantic import SecretStr
 from sqlalchemy.engine import make_url
+from sqlalchemy.exc import DBAPIError
+from sqlalchemy.ext.asyncio import create_async_engine
 
 from app.db import embedded
 from app.db.tuning import embedded_tuning
@@ -58,3 +61,33 @@ async def _describe(url: SecretStr) -> str:
         return f"{await embedded.versions(plain)} at {plain} (RAG_DATABASE_URL)"
     except (OSError, asyncpg.PostgresError) as error:
         return f"{plain} (RAG_DATABASE_URL; not reachable yet: {type(error).__name__})"
+
+
+def refuse_unready_cluster(settings: Settings) -> None:
+    """On a Citus coordinator that lacks what the service needs (app/db/sharding.py): say
+    what and what to do, and stop with status 1. A database not reachable yet is left to the
+    service, which answers 503 until it is."""
+    from app.db.sharding import ClusterNotReady
+
+    if settings.database_url is None:
+        return
+    try:
+        asyncio.run(_check_cluster(settings.database_url))
+    except ClusterNotReady as error:
+        typer.echo(f"rag: {error}", err=True)
+        raise typer.Exit(1) from None
+    except (OSError, asyncpg.PostgresError, DBAPIError) as error:
+        _log.warning("database: not checked for Citus (%s)", type(error).__name__)
+
+
+async def _check_cluster(url: SecretStr) -> None:
+    from app.db import sharding
+    from app.db.engine import async_url
+
+    engine = create_async_engine(async_url(url.get_secret_value()))
+    try:
+        async with engine.connect() as conn:
+            if await sharding.citus_version(conn) is not None:
+                await sharding.ensure_serving(conn)
+    finally:
+        await engine.dispose()

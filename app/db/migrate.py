@@ -11,6 +11,7 @@ from sqlalchemy import Connection, text
 from sqlalchemy.engine import make_url
 from sqlalchemy.ext.asyncio import AsyncConnection, create_async_engine
 
+from app.db import sharding
 from app.db.engine import async_url
 
 _log = logging.getLogger(__name__)
@@ -34,18 +35,28 @@ async def migrate(
     app_url: str | None = None,
     revision: str = "head",
 ) -> None:
-    """Upgrade to `revision` as the owner; then let the runtime role log in with its URL's
-    password."""
+    """Upgrade to `revision` as the owner; on a Citus coordinator, check the cluster first and
+    distribute the tables after (app/db/sharding.py); then let the runtime role log in with
+    its URL's password."""
     config = alembic_config(embedding_dimensions=embedding_dimensions, app_role=app_role)
     engine = create_async_engine(async_url(owner_url))
     try:
         async with engine.connect() as conn:
+            citus = await sharding.citus_version(conn)
+            if citus is not None:
+                await sharding.ensure_ready(conn)
+            await conn.commit()
             await conn.execute(text("select pg_advisory_lock(:k)"), {"k": _MIGRATION_LOCK})
             try:
                 await conn.run_sync(_upgrade, config, revision)
                 await conn.commit()
+                if citus is not None:
+                    await sharding.distribute(conn)
+                    await sharding.plan_per_statement(conn, app_role)
+                    await conn.commit()
                 await _enable_login(conn, app_role=app_role, app_url=app_url)
             finally:
+                await conn.rollback()  # whatever failed, the unlock must run
                 await conn.execute(text("select pg_advisory_unlock(:k)"), {"k": _MIGRATION_LOCK})
                 await conn.commit()
     finally:
