@@ -19,7 +19,8 @@ import redis
 from fastapi import FastAPI
 from httpx import ASGITransport, AsyncClient
 from pydantic import SecretStr
-from sqlalchemy.ext.asyncio import AsyncEngine, async_sessionmaker
+from sqlalchemy import text
+from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 
 from app.api.deps import get_resources
 from app.api.mcp import get_mcp_http
@@ -41,6 +42,7 @@ from app.ingest.chunking import Chunker, load_tokenizer
 from app.main import create_app
 from app.settings import EmbeddingProvider, Settings
 from app.tenants import TenantDirectory, create_tenant
+from tests.citus.cluster import Cluster, running_cluster
 from tests.fakes import WordHashEmbedder
 from tests.processes import PrivateRedis, free_port
 
@@ -96,6 +98,48 @@ class DatabaseUrls:
     superuser_url: str
     owner_url: str
     app_url: str
+    cluster: Cluster | None = None  # the Citus cluster the database is on (--citus)
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        "--citus",
+        action="store_true",
+        help="run on a Citus cluster (a coordinator and two workers built from "
+        "../shared/vendor/citus): the tests marked on_citus, whose every statement must go to "
+        "one shard (scripts/test runs them so after the other tests)",
+    )
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    if config.getoption("--citus"):
+        items[:] = [
+            item
+            for item in items
+            if item.get_closest_marker("on_citus") and not item.get_closest_marker("single_node")
+        ]
+
+
+# For a test's own SQL that reads every tenant's rows on purpose (to show row-level security
+# hides them): on Citus such a statement goes to every shard, which the runtime role's
+# statements may not do in `--citus` runs (`citus_database`), unless its transaction says so.
+FAN_OUT = text(
+    "DO $$ BEGIN IF EXISTS (SELECT FROM pg_extension WHERE extname = 'citus') THEN"
+    " SET LOCAL citus.multi_task_query_log_level = off; END IF; END $$"
+)
+
+
+async def allow_fan_out(session: AsyncSession) -> None:
+    await session.execute(FAN_OUT)
+
+
+# For a test transaction that changes a distributed table's definition (a policy) and then
+# writes the tenant registry: Citus refuses a write to a reference table after parallel DDL
+# in the same transaction, and does it sequentially when told so first.
+SEQUENTIAL = text(
+    "DO $$ BEGIN IF EXISTS (SELECT FROM pg_extension WHERE extname = 'citus') THEN"
+    " SET LOCAL citus.multi_shard_modify_mode TO 'sequential'; END IF; END $$"
+)
 
 
 def _start_server(tmp: Path) -> tuple[str, Callable[[], None]]:
@@ -111,10 +155,15 @@ def _start_server(tmp: Path) -> tuple[str, Callable[[], None]]:
 
 
 @pytest.fixture(scope="session")
-def database() -> Iterator[DatabaseUrls]:
+def database(pytestconfig: pytest.Config) -> Iterator[DatabaseUrls]:
     """A fresh, migrated database on the embedded server (or RAG_TEST_DATABASE_URL, a
-    superuser URL): every run tests the migrations too. The server's directory is not under
-    pytest's basetemp, which pytest keeps private (0700) from the server's system user."""
+    superuser URL; or with --citus a Citus cluster): every run tests the migrations too. The
+    server's directory is not under pytest's basetemp, which pytest keeps private (0700) from
+    the server's system user."""
+    if pytestconfig.getoption("--citus"):
+        with running_cluster() as cluster:
+            yield asyncio.run(citus_database(cluster, f"rag_test_{os.getpid()}"))
+        return
     superuser_url, stop = _start_server(Path(tempfile.mkdtemp(prefix="rag-test-pg-")))
     name = f"rag_test_{os.getpid()}"
     owner_url = with_user(with_database(superuser_url, name), OWNER_ROLE, OWNER_PASSWORD)
@@ -137,9 +186,28 @@ def database() -> Iterator[DatabaseUrls]:
         stop()
 
 
+async def citus_database(cluster: Cluster, name: str) -> DatabaseUrls:
+    """A database on the cluster, migrated by `rag migrate`'s path as the documented setup
+    does it (the superuser's URL migrates, the runtime role serves). Any statement of the
+    runtime role that Citus would send to more than one shard fails: every tenant statement
+    must name its tenant."""
+    cluster.create_database(name)
+    owner_url = cluster.url(database=name)
+    app_url = cluster.url(user=APP_ROLE, password=APP_PASSWORD, database=name)
+    await migrate(owner_url, embedding_dimensions=DIMENSIONS, app_role=APP_ROLE, app_url=app_url)
+    cluster.sql(
+        f'ALTER ROLE {APP_ROLE} IN DATABASE "{name}" SET citus.multi_task_query_log_level = error',
+        database=name,
+    )
+    return DatabaseUrls(cluster.url(), owner_url, app_url, cluster)
+
+
 async def fresh_database(database: DatabaseUrls, name: str) -> str:
     """A database of its own on the tests' server, migrated: for data that must be committed
     (a live server, a replica); the runtime role's URL."""
+    if database.cluster is not None:
+        database.cluster.drop_database(name)
+        return (await citus_database(database.cluster, name)).app_url
     owner_url = with_user(with_database(database.superuser_url, name), OWNER_ROLE, OWNER_PASSWORD)
     app_url = with_user(with_database(database.superuser_url, name), APP_ROLE, APP_PASSWORD)
     await drop_database(database.superuser_url, name)

@@ -9,6 +9,8 @@ import pytest
 from app.settings import Settings
 from tests.conftest import TenantClient, token_for
 
+pytestmark = pytest.mark.on_citus
+
 DOCS = [
     {
         "title": "Garden Guide",

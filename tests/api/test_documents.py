@@ -6,6 +6,8 @@ from __future__ import annotations
 import hashlib
 import json
 
+import pytest
+
 from app.db.tenancy import SessionMaker
 from app.settings import Settings
 from tests.api.calls import (
@@ -22,6 +24,8 @@ from tests.api.calls import (
 )
 from tests.conftest import DIMENSIONS, TenantClient, app_client
 from tests.fakes import FailingEmbedder, WordHashEmbedder
+
+pytestmark = pytest.mark.on_citus
 
 JSON = "application/json"
 GUIDE = """# Field guide

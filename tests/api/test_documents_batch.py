@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
 from httpx import AsyncClient
 
 from app.db.tenancy import SessionMaker
@@ -13,6 +14,8 @@ from app.settings import Settings
 from tests.api.calls import DOCUMENTS, document, keyword_hits, total
 from tests.conftest import TenantClient, app_client
 from tests.fakes import FailingEmbedder, WordHashEmbedder
+
+pytestmark = pytest.mark.on_citus
 
 BATCH = f"{DOCUMENTS}/batch"
 

@@ -17,6 +17,8 @@ from app.permissions import EVERY_DOCUMENT
 from app.settings import Settings
 from tests.conftest import JWT_SECRET, registered_tenant
 
+pytestmark = pytest.mark.on_citus
+
 Json = dict[str, Any]
 
 
@@ -125,10 +127,10 @@ async def chunk_rows(sessions: SessionMaker, tenant_id: str, document_id: str) -
     async with tenant_transaction(reading_as(sessions, EVERY_DOCUMENT), tenant_id) as session:
         rows = await session.execute(
             text(
-                "select id, embedded_text_hash, access from chunks where document_id = :d"
-                " order by chunk_index"
+                "select id, embedded_text_hash, access from chunks"
+                " where tenant_id = :t and document_id = :d order by chunk_index"
             ),
-            {"d": document_id},
+            {"t": tenant_id, "d": document_id},
         )
         return list(rows.all())
 

@@ -11,6 +11,8 @@ from app.db.tenancy import SessionMaker
 from app.settings import Settings
 from tests.conftest import TenantClient, new_tenant
 
+pytestmark = pytest.mark.on_citus
+
 CORPUS = {
     "photosynthesis": "Plants convert sunlight, water and carbon dioxide into glucose and oxygen.",
     "volcano": "Magma rises through the crust and erupts as lava from a volcano.",

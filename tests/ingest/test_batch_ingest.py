@@ -3,6 +3,7 @@ what it can (NUL characters, sizes), so the refusal is provoked below the API.""
 
 from __future__ import annotations
 
+import pytest
 from sqlalchemy import func, select
 
 from app.db.models import Chunk, Document
@@ -14,6 +15,8 @@ from app.ingest.parsing import SourceType
 from app.ingest.versions import IngestResult
 from tests.conftest import registered_tenant, small_chunker
 from tests.fakes import WordHashEmbedder
+
+pytestmark = pytest.mark.on_citus
 
 
 def text(content: str, external_id: str, **extra: object) -> DocumentInput:

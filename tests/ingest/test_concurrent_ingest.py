@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 
+import pytest
 from sqlalchemy import func, select
 from sqlalchemy.ext.asyncio import AsyncEngine
 
@@ -15,6 +16,8 @@ from app.ingest.inputs import DocumentInput
 from app.ingest.parsing import SourceType
 from tests.conftest import registered_tenant, small_chunker
 from tests.fakes import WordHashEmbedder
+
+pytestmark = pytest.mark.on_citus
 
 
 async def test_first_ingests_racing_to_create_a_collection_all_succeed(

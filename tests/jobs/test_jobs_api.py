@@ -6,6 +6,7 @@ import asyncio
 from collections.abc import Sequence
 from typing import Any
 
+import pytest
 from httpx import AsyncClient
 
 from app.db.tenancy import SessionMaker
@@ -13,6 +14,8 @@ from app.settings import Settings
 from tests.conftest import TenantClient, app_client, new_tenant, token_for
 from tests.fakes import WordHashEmbedder
 from tests.jobs.conftest import finished, job_state, workers
+
+pytestmark = pytest.mark.on_citus
 
 PARAGRAPH = "Lighthouses guide ships past the rocks at night with a rotating lamp. "
 

@@ -22,7 +22,7 @@ from tests.jobs.conftest import finished, job_state, wait_for
 from tests.jobs.test_jobs_api import PARAGRAPH, submit
 from tests.processes import scratch_directory
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.on_citus]
 
 
 def _worker_env(settings: Settings, data_dir: str) -> dict[str, str]:
@@ -96,9 +96,11 @@ async def chunks_of(sessions: SessionMaker, tenant_id: str) -> dict[str, list[tu
     async with tenant_transaction(sessions, tenant_id) as session:
         rows = await session.execute(
             text(
-                "select d.external_id, c.chunk_index, c.content from chunks c"
-                " join documents d on d.id = c.document_id order by 1, 2"
-            )
+                "select d.external_id, c.chunk_index, c.content from chunks c join documents d"
+                " on d.tenant_id = c.tenant_id and d.id = c.document_id"
+                " where c.tenant_id = :t order by 1, 2"
+            ),
+            {"t": tenant_id},
         )
         found: dict[str, list[tuple[int, str]]] = {}
         for external_id, index, content in rows:

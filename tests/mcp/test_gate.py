@@ -17,6 +17,8 @@ from tests.conftest import TenantClient, new_tenant, running_app, token_for
 from tests.fakes import WordHashEmbedder
 from tests.mcp.conftest import HOST, call, mcp_settings, rpc
 
+pytestmark = pytest.mark.on_citus
+
 Call = tuple[str, dict[str, object]]
 LIST_TOOLS: Call = ("tools/list", {})
 SEARCH: Call = ("tools/call", {"name": "search_similar", "arguments": {"query": "fox"}})

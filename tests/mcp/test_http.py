@@ -23,6 +23,8 @@ from tests.mcp.conftest import (
     tool_error,
 )
 
+pytestmark = pytest.mark.on_citus
+
 TOOLS = {
     "search_similar",
     "semantic_search",

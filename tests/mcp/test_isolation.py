@@ -9,12 +9,15 @@ import re
 import uuid
 from dataclasses import dataclass
 
+import pytest
 from httpx import AsyncClient
 
 from app.db.tenancy import SessionMaker
 from app.settings import Settings
 from tests.conftest import TenantClient, new_tenant
 from tests.mcp.conftest import Json, ingest, rpc, structured, tool_error
+
+pytestmark = pytest.mark.on_citus
 
 UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
 SHARED = {

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import pytest
 from httpx import AsyncClient
 
 from tests.conftest import TenantClient
 from tests.mcp.conftest import Json, ingest, structured
+
+pytestmark = pytest.mark.on_citus
 
 TEXTS = {
     "Tokens": "Bearer tokens authenticate every REST request; rotate signing keys yearly.",

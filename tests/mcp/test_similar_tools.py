@@ -5,10 +5,13 @@ from __future__ import annotations
 
 import uuid
 
+import pytest
 from httpx import AsyncClient
 
 from tests.conftest import TenantClient
 from tests.mcp.conftest import Json, ingest, structured, tool_error
+
+pytestmark = pytest.mark.on_citus
 
 BASE = "Bearer tokens authenticate every REST request and signing keys rotate every year."
 TEXTS = {

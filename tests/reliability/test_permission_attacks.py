@@ -24,6 +24,7 @@ from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 
+import pytest
 from httpx import ASGITransport, AsyncClient, Response
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import async_sessionmaker
@@ -32,11 +33,19 @@ from app.auth import issue_token
 from app.db.engine import create_engine
 from app.db.tenancy import SessionMaker
 from app.settings import Settings
-from tests.conftest import DatabaseUrls, TenantClient, registered_tenant, running_app
+from tests.conftest import (
+    SEQUENTIAL,
+    DatabaseUrls,
+    TenantClient,
+    registered_tenant,
+    running_app,
+)
 from tests.fakes import WordHashEmbedder
 from tests.mcp.conftest import HOST, mcp_settings
 from tests.reliability.conftest import send
 from tests.reliability.endpoints import Call, Door, mcp_call
+
+pytestmark = pytest.mark.on_citus
 
 # name -> (access list, topic word only its text holds)
 DOCUMENTS = {
@@ -425,6 +434,7 @@ async def without_access_condition(database: DatabaseUrls) -> AsyncIterator[Sess
     try:
         async with engine.connect() as conn:
             outer = await conn.begin()
+            await conn.execute(SEQUENTIAL)
             for table in ("documents", "chunks"):
                 await conn.execute(
                     text(

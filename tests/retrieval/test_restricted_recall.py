@@ -30,6 +30,8 @@ from app.tenants import create_tenant
 from tests.conftest import DatabaseUrls
 from tests.retrieval.test_recall import FixedEmbedder, Matrix, unit_rows
 
+pytestmark = pytest.mark.on_citus
+
 DOCUMENTS, CHUNKS_PER_DOCUMENT = 200, 20  # 4,000 chunks
 FEW = 2  # documents of group:few: 1% of the tenant
 FEW_READER = Readers(frozenset({"user:ann", "group:few"}))
@@ -98,9 +100,11 @@ async def restricted(
         ids = list(
             await session.scalars(
                 text(
-                    "select c.id from chunks c join documents d on d.id = c.document_id"
-                    " order by d.content_hash, c.chunk_index"
-                )
+                    "select c.id from chunks c join documents d"
+                    " on d.tenant_id = c.tenant_id and d.id = c.document_id"
+                    " where c.tenant_id = :t order by d.content_hash, c.chunk_index"
+                ),
+                {"t": tenant_id},
             )
         )
     async with index_connection(database.owner_url, maintenance_work_mem="64MB") as owner:
@@ -143,6 +147,7 @@ async def test_a_caller_who_sees_one_percent_gets_the_exact_top_k(
     assert own == [1.0] * 30
 
 
+@pytest.mark.single_node  # reads the plan of one server
 async def test_the_exact_plan_never_walks_a_graph(
     restricted: tuple[SessionMaker, str, Matrix, list[uuid.UUID]],
 ) -> None:

@@ -24,6 +24,8 @@ from tests.similar.corpus import (
     ingest_all,
 )
 
+pytestmark = pytest.mark.on_citus
+
 THRESHOLD = 0.85  # MiniLM: the planted copies are 0.86-0.98 apart, `related` 0.42
 
 

@@ -17,6 +17,8 @@ from tests.similar.corpus import (
     similar,
 )
 
+pytestmark = pytest.mark.on_citus
+
 
 async def test_similar_documents_are_the_planted_copies_best_first(tenant: TenantClient) -> None:
     ids = await ingest_all(tenant, {**PLANTED, **OTHERS})

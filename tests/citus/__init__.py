@@ -1,0 +1,1 @@
+"""Tests on a real Citus cluster: a coordinator and workers built from ../shared/vendor/citus."""
