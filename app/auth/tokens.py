@@ -2,7 +2,8 @@
 
 The token is parsed here (strict base64url, JSON header and payload) so that each rejection has a
 precise reason (segments must be unpadded, canonical base64url, RFC 7515; the tenant claim a
-tenant id, so a strange one is a 401 before any query); the signature is checked by the
+tenant id and the subject text PostgreSQL can store, so a strange one is a 401 before any
+query); the signature is checked by the
 python-jose key bound to the header's algorithm, and only algorithms listed in the settings are
 accepted. Reasons never quote the token or a key.
 """
@@ -32,7 +33,7 @@ from app.auth.keys import (
 from app.errors import Unauthenticated
 from app.permissions import Readers, is_group_name
 from app.settings import Settings
-from app.storable import is_tenant_id
+from app.storable import is_tenant_id, unstorable_reason
 
 SCOPE_SEARCH = "rag:search"
 SCOPE_INGEST = "rag:ingest"
@@ -143,9 +144,12 @@ class TokenVerifier:
         tenant_id = _required_string(claims, self._tenant_claim)
         if not is_tenant_id(tenant_id):
             raise invalid_token(f"invalid claim '{self._tenant_claim}'")
+        subject = _required_string(claims, "sub")
+        if unstorable_reason(subject) is not None:  # it is stored (audit) and compared in SQL
+            raise invalid_token("invalid claim 'sub'")
         return Principal(
             tenant_id=tenant_id,
-            subject=_required_string(claims, "sub"),
+            subject=subject,
             scopes=_scopes(claims),
             groups=_groups(claims, self._groups_claim),
         )
