@@ -38,6 +38,7 @@ from app.ingest.documents import ingest_document, ingest_documents
 from app.ingest.inputs import DocumentInput
 from app.ingest.parsing import sniff_source_type
 from app.ingest.store import DEFAULT_COLLECTION
+from app.json_input import parse_json
 from app.resources import Resources
 from app.storable import MAX_OFFSET
 
@@ -163,7 +164,7 @@ def metadata_form(raw: str | None) -> dict[str, JsonValue]:
     if not raw:
         return {}
     try:
-        value = json.loads(raw)
+        value = parse_json(raw)
     except json.JSONDecodeError as error:
         raise Unprocessable(f"metadata is not valid JSON: {error.msg}") from None
     if not isinstance(value, dict):

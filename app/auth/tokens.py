@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import base64
 import binascii
-import json
 import math
 import re
 import time
@@ -31,6 +30,7 @@ from app.auth.keys import (
     load_keys,
 )
 from app.errors import Unauthenticated
+from app.json_input import parse_json
 from app.permissions import Readers, is_group_name
 from app.settings import Settings
 from app.storable import is_tenant_id, unstorable_reason
@@ -134,7 +134,7 @@ class TokenVerifier:
         if not any(_signature_matches(key, signing_input, signature) for key in keys):
             raise invalid_token(_bad_signature(algorithm, header.get("kid")))
         try:
-            claims = json.loads(payload)
+            claims = parse_json(payload)
         except ValueError:
             raise invalid_token("malformed token") from None
         if not isinstance(claims, dict):
@@ -255,7 +255,7 @@ def _split(token: str) -> tuple[dict[str, object], bytes, bytes, bytes]:
     if len(parts) != 3 or not all(_SEGMENT.fullmatch(part) for part in parts) or not parts[0]:
         raise invalid_token("malformed token")
     try:
-        header = json.loads(_b64decode(parts[0]))
+        header = parse_json(_b64decode(parts[0]))
         payload, signature = _b64decode(parts[1]), _b64decode(parts[2])
     except (ValueError, binascii.Error):
         raise invalid_token("malformed token") from None
