@@ -1,4 +1,4 @@
-"""ASGI middleware: rate-limit headers on every reply, and a cap on request bodies."""
+"""ASGI middleware: rate-limit headers on every reply, a cap on request bodies, one Host."""
 
 from __future__ import annotations
 
@@ -89,3 +89,31 @@ async def _too_large(send: Send, limit: int) -> None:
         }
     )
     await send({"type": "http.response.body", "body": body})
+
+
+class SingleHost:
+    """RFC 9112 section 3.2: a request with more than one Host line, or an HTTP/1.1 request
+    with none, is a 400 and its connection is closed. Which host such a request meant cannot
+    be told: the MCP transport's DNS-rebinding check read one Host, a proxy may route on
+    another."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http":
+            hosts = sum(1 for name, _ in scope["headers"] if name == b"host")
+            if hosts > 1 or (hosts == 0 and scope.get("http_version") == "1.1"):
+                detail = f"a request carries exactly one Host header (RFC 9112), not {hosts}"
+                body = problem_body(
+                    status=400, title="Bad request", detail=detail, slug="host-header"
+                )
+                headers = [
+                    (b"content-type", b"application/problem+json"),
+                    (b"content-length", str(len(body)).encode()),
+                    (b"connection", b"close"),
+                ]
+                await send({"type": "http.response.start", "status": 400, "headers": headers})
+                await send({"type": "http.response.body", "body": body})
+                return
+        await self.app(scope, receive, send)
