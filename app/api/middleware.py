@@ -5,7 +5,7 @@ from __future__ import annotations
 from starlette.datastructures import Headers, MutableHeaders
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from app.api.problems import problem_body
+from app.api.problems import TOO_LARGE_SLUG, TOO_LARGE_TITLE, BodyTooLarge, problem_body
 
 RATE_LIMIT_HEADERS_STATE = "rate_limit_headers"
 BODY_OVERHEAD = 64 * 1024  # multipart boundaries and form fields around an upload
@@ -36,7 +36,9 @@ class RateLimitHeaders:
 
 
 class BodyLimit:
-    """413 for a body over `max_bytes`: by Content-Length up front, else while it streams."""
+    """413 for a body over `max_bytes`: by Content-Length up front, else while it streams (the
+    reader gets BodyTooLarge, which the app's handlers answer; this one answers it when it
+    escapes them before a reply began)."""
 
     def __init__(
         self, app: ASGIApp, *, max_bytes: int, per_path: dict[str, int] | None = None
@@ -61,25 +63,30 @@ class BodyLimit:
             message = await receive()
             received += len(message.get("body", b""))
             if received > limit:
-                raise BodyTooLarge
+                raise BodyTooLarge(limit)
             return message
 
+        started = False
+
+        async def noting_send(message: Message) -> None:
+            nonlocal started
+            started = started or message["type"] == "http.response.start"
+            await send(message)
+
         try:
-            await self.app(scope, counting_receive, send)
+            await self.app(scope, counting_receive, noting_send)
         except BodyTooLarge:
+            if started:
+                raise
             await _too_large(send, limit)
-
-
-class BodyTooLarge(Exception):
-    pass
 
 
 async def _too_large(send: Send, limit: int) -> None:
     body = problem_body(
         status=413,
-        title="Payload too large",
-        detail=f"the request body is larger than {limit} bytes",
-        slug="payload-too-large",
+        title=TOO_LARGE_TITLE,
+        detail=str(BodyTooLarge(limit).detail),
+        slug=TOO_LARGE_SLUG,
     )
     await send(
         {

@@ -24,6 +24,18 @@ DATABASE_RETRY_AFTER = 5
 QUERY_CANCELED = "57014"
 
 
+TOO_LARGE_TITLE, TOO_LARGE_SLUG = "Payload too large", "payload-too-large"
+
+
+class BodyTooLarge(StarletteHTTPException):
+    """A request body found over its limit while it streams in (`BodyLimit`, a chunked body
+    has no length to refuse up front). An HTTPException because FastAPI re-raises those from
+    its body parsing, and turns any other error there into a 400."""
+
+    def __init__(self, limit: int) -> None:
+        super().__init__(413, f"the request body is larger than {limit} bytes")
+
+
 def problem_body(*, status: int, title: str, detail: str, slug: str) -> bytes:
     body = {"type": PROBLEM_TYPE_BASE + slug, "title": title, "status": status, "detail": detail}
     return json.dumps(body).encode()
@@ -81,6 +93,13 @@ async def _validation_error(_request: Request, exc: Exception) -> JSONResponse:
         detail=f"invalid value for: {names}",
         slug="validation",
         extra={"errors": errors},
+    )
+
+
+async def _body_too_large(_request: Request, exc: Exception) -> JSONResponse:
+    assert isinstance(exc, BodyTooLarge)
+    return problem_response(
+        status=413, title=TOO_LARGE_TITLE, detail=str(exc.detail), slug=TOO_LARGE_SLUG
     )
 
 
@@ -154,6 +173,7 @@ async def _unhandled(request: Request, exc: Exception) -> JSONResponse:
 def install_error_handlers(app: FastAPI) -> None:
     app.add_exception_handler(AppError, _app_error)
     app.add_exception_handler(RequestValidationError, _validation_error)
+    app.add_exception_handler(BodyTooLarge, _body_too_large)
     app.add_exception_handler(StarletteHTTPException, _http_error)
     for database_error in (
         OSError,
