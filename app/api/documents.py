@@ -183,6 +183,8 @@ async def list_all(
     limit: Annotated[int, Query(ge=1, le=200)] = 50,
     offset: Annotated[int, Query(ge=0, le=MAX_OFFSET)] = 0,
 ) -> DocumentList:
+    """Newest first; documents created together (one batch) in the order of their
+    external ids."""
     async with tenant_transaction(caller.sessions(resources), caller.tenant_id) as session:
         found, total = await list_documents(
             session, collection=collection, limit=limit, offset=offset
