@@ -13,6 +13,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from sqlalchemy import exc as sa_exc
 from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.requests import ClientDisconnect
 
 from app.db.failures import is_unreachable
 from app.errors import AppError
@@ -103,6 +104,15 @@ async def _body_too_large(_request: Request, exc: Exception) -> JSONResponse:
     )
 
 
+async def _client_gone(_request: Request, exc: Exception) -> JSONResponse:
+    """The connection ended while the route read the body (the client left, or its body did
+    not arrive in time and the server answered 408 itself): nobody reads this reply."""
+    _log.info("the client's connection ended before its request body was read")
+    return problem_response(
+        status=400, title="Bad request", detail="the connection ended", slug="client-gone"
+    )
+
+
 async def _http_error(_request: Request, exc: Exception) -> JSONResponse:
     assert isinstance(exc, StarletteHTTPException)
     return problem_response(
@@ -174,6 +184,7 @@ def install_error_handlers(app: FastAPI) -> None:
     app.add_exception_handler(AppError, _app_error)
     app.add_exception_handler(RequestValidationError, _validation_error)
     app.add_exception_handler(BodyTooLarge, _body_too_large)
+    app.add_exception_handler(ClientDisconnect, _client_gone)
     app.add_exception_handler(StarletteHTTPException, _http_error)
     for database_error in (
         OSError,
