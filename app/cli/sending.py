@@ -28,7 +28,6 @@ BATCH_FILES = 32
 # (RAG_UPLOAD_MAX_BYTES is at least 1 KiB, and 64 KiB more is allowed for framing), and its
 # embedding within the client's timeout even on a CPU.
 BATCH_BYTES = 64 * 1024
-MAX_CONTENT_CHARS = 5_000_000  # a JSON document's `content` (POST /api/rag/documents)
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,7 +55,7 @@ def outgoing(file: SourceFile, *, collection: str | None, access: Sequence[str])
         access=list(access),
     )
     size = len(json.dumps(document.model_dump(mode="json", exclude_none=True)))
-    if len(content) > MAX_CONTENT_CHARS or size > BATCH_BYTES:
+    if size > BATCH_BYTES:
         return Outgoing(file, None, 0)
     return Outgoing(file, document, size)
 
