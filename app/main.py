@@ -11,7 +11,7 @@ import app.db.tenancy  # noqa: F401  (registers the tenant hook once)
 from app import __version__
 from app.api import admin, context, documents, health, jobs, mcp, metrics, search, similar
 from app.api.docs import install_docs
-from app.api.middleware import BodyLimit, RateLimitHeaders
+from app.api.middleware import BodyLimit, RateLimitHeaders, SingleHost
 from app.api.observe import Observe, RequestId
 from app.api.openapi import DESCRIPTION, TAGS, install_openapi
 from app.api.problems import install_error_handlers
@@ -70,6 +70,7 @@ def create_app(settings: Settings | None = None, *, embedder: Embedder | None = 
         max_bytes=settings.upload_max_bytes,
         per_path={jobs.PATH: settings.job_max_request_bytes},
     )
+    app.add_middleware(SingleHost)
     app.add_middleware(Observe, tenant_label=settings.metrics_tenant_label)
     app.add_middleware(RequestId)  # outermost: every reply the app sends carries X-Request-ID
     for module in (health, metrics, documents, jobs, similar, search, context, admin, mcp):

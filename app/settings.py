@@ -168,6 +168,13 @@ class Settings(BaseSettings):
     chunk_overlap_tokens: int = Field(default=50, ge=0)
     upload_max_bytes: int = Field(default=25 * 1024 * 1024, ge=1024)
     http_max_header_bytes: int = Field(default=64 * 1024, ge=4096)  # request line + headers
+    # How long a request may take to arrive (app/api/http_protocol.py); 408 past it. The head:
+    # from the connection's start, or from the first byte of the next request on it.
+    http_head_timeout_seconds: float = Field(default=10.0, gt=0, le=3600)
+    # The body: from the end of its head, plus a second for every so many bytes received.
+    http_body_timeout_seconds: float = Field(default=30.0, gt=0, le=3600)
+    http_body_min_bytes_per_second: int = Field(default=16 * 1024, ge=0)
+    http_keepalive_seconds: float = Field(default=5.0, gt=0, le=3600)  # idle between requests
     batch_max_documents: int = Field(default=100, ge=1)
     # what one document may cost to parse (app/ingest/parsing/limits.py)
     parse_seconds: float = Field(default=5.0, gt=0)  # PDFs: budget = this + per MB sent

@@ -38,6 +38,7 @@ from app.ingest.documents import ingest_document, ingest_documents
 from app.ingest.inputs import DocumentInput
 from app.ingest.parsing import sniff_source_type
 from app.ingest.store import DEFAULT_COLLECTION
+from app.json_input import parse_json
 from app.resources import Resources
 from app.storable import MAX_OFFSET
 
@@ -163,7 +164,7 @@ def metadata_form(raw: str | None) -> dict[str, JsonValue]:
     if not raw:
         return {}
     try:
-        value = json.loads(raw)
+        value = parse_json(raw)
     except json.JSONDecodeError as error:
         raise Unprocessable(f"metadata is not valid JSON: {error.msg}") from None
     if not isinstance(value, dict):
@@ -182,6 +183,8 @@ async def list_all(
     limit: Annotated[int, Query(ge=1, le=200)] = 50,
     offset: Annotated[int, Query(ge=0, le=MAX_OFFSET)] = 0,
 ) -> DocumentList:
+    """Newest first; documents created together (one batch) in the order of their
+    external ids."""
     async with tenant_transaction(caller.sessions(resources), caller.tenant_id) as session:
         found, total = await list_documents(
             session, collection=collection, limit=limit, offset=offset

@@ -25,6 +25,7 @@ from app.ingest.inputs import DocumentInput, PrecomputedChunk
 from app.ingest.parsing import SourceType
 from app.ingest.store import DEFAULT_COLLECTION
 from app.ingest.versions import IngestResult
+from app.json_input import parse_json
 from app.permissions import MAX_ACCESS_PRINCIPALS, normalized_access
 from app.storable import PG_INT_MAX, storable, unstorable_reason
 
@@ -90,7 +91,7 @@ def access_form(raw: str | None) -> tuple[str, ...]:
     if raw is None or not raw.strip():
         return ()
     try:
-        values = json.loads(raw) if raw.lstrip().startswith("[") else raw.split(",")
+        values = parse_json(raw) if raw.lstrip().startswith("[") else raw.split(",")
     except json.JSONDecodeError as error:
         raise Unprocessable(f"access is not valid JSON: {error.msg}") from None
     if isinstance(values, list) and all(isinstance(v, str) for v in values):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Callable
 from dataclasses import asdict
 
 from fastapi import APIRouter, Response
@@ -70,10 +70,10 @@ async def healthz() -> Health:
 async def readyz(resources: ResourcesDep, response: Response) -> Readiness:
     """The database, Redis (when configured) and the embedder answer; and how the read
     replicas are doing (a replica down or behind is skipped, it never makes this fail)."""
-    checks = {"database": await _timed(_ping_database(resources))}
+    checks = {"database": await _timed(lambda: _ping_database(resources), attempts=2)}
     if resources.redis is not None:
-        checks["redis"] = await _timed(_ping_redis(resources))
-    checks["embedder"] = await _timed(resources.embedder.check())
+        checks["redis"] = await _timed(lambda: _ping_redis(resources), attempts=2)
+    checks["embedder"] = await _timed(resources.embedder.check)
     ready = all(check.ok for check in checks.values())
     if not ready:
         response.status_code = 503
@@ -92,11 +92,22 @@ async def _ping_redis(resources: Resources) -> None:
     await resources.redis.ping()
 
 
-async def _timed(check: Awaitable[None]) -> Check:
+async def _timed(check: Callable[[], Awaitable[None]], *, attempts: int = 1) -> Check:
+    """`check` within READY_TIMEOUT_SECONDS, tried up to `attempts` times. A pooled connection
+    that died with its server (PostgreSQL or Redis restarted) fails the first try and is
+    dropped by the pool, so the second try is on a new one: a server that is up is never
+    reported down for a connection it no longer has (a load balancer would take the instance
+    out for nothing). A server that is down fails both tries."""
     started = time.perf_counter()
     try:
         async with asyncio.timeout(READY_TIMEOUT_SECONDS):
-            await check
+            for attempt in range(1, attempts + 1):
+                try:
+                    await check()
+                    break
+                except Exception:
+                    if attempt == attempts:
+                        raise
     except Exception as exc:  # readiness reports any failure instead of raising it
         return Check(ok=False, latency_ms=_ms(started), error=type(exc).__name__)
     return Check(ok=True, latency_ms=_ms(started))

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import uuid
 from typing import Annotated, Any
 
@@ -28,6 +27,7 @@ from app.errors import BadRequest, PayloadTooLarge, Unprocessable, UnsupportedMe
 from app.ingest.parsing import sniff_source_type
 from app.ingest.store import DEFAULT_COLLECTION
 from app.jobs import JobInput, JobLimits, cancel_job, get_job, list_jobs, submit_job
+from app.json_input import parse_json
 from app.permissions import USER_PREFIX
 from app.settings import Settings
 
@@ -149,9 +149,9 @@ async def _inputs(request: Request, settings: Settings) -> list[JobInput]:
 
 async def _json_inputs(request: Request) -> list[JobInput]:
     try:
-        # json.loads, like FastAPI's own bodies: a lone surrogate escape then reaches the field's
-        # own rule (a 422 naming it) instead of failing the whole parse
-        data = json.loads(await request.body())
+        # parsed like FastAPI's own bodies: a lone surrogate escape then reaches the field's own
+        # rule (a 422 naming it) instead of failing the whole parse
+        data = parse_json(await request.body())
     except ValueError:
         raise BadRequest("the body is not valid JSON") from None
     try:

@@ -1,11 +1,11 @@
-"""ASGI middleware: rate-limit headers on every reply, and a cap on request bodies."""
+"""ASGI middleware: rate-limit headers on every reply, a cap on request bodies, one Host."""
 
 from __future__ import annotations
 
 from starlette.datastructures import Headers, MutableHeaders
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from app.api.problems import problem_body
+from app.api.problems import TOO_LARGE_SLUG, TOO_LARGE_TITLE, BodyTooLarge, problem_body
 
 RATE_LIMIT_HEADERS_STATE = "rate_limit_headers"
 BODY_OVERHEAD = 64 * 1024  # multipart boundaries and form fields around an upload
@@ -36,7 +36,9 @@ class RateLimitHeaders:
 
 
 class BodyLimit:
-    """413 for a body over `max_bytes`: by Content-Length up front, else while it streams."""
+    """413 for a body over `max_bytes`: by Content-Length up front, else while it streams (the
+    reader gets BodyTooLarge, which the app's handlers answer; this one answers it when it
+    escapes them before a reply began)."""
 
     def __init__(
         self, app: ASGIApp, *, max_bytes: int, per_path: dict[str, int] | None = None
@@ -61,25 +63,30 @@ class BodyLimit:
             message = await receive()
             received += len(message.get("body", b""))
             if received > limit:
-                raise BodyTooLarge
+                raise BodyTooLarge(limit)
             return message
 
+        started = False
+
+        async def noting_send(message: Message) -> None:
+            nonlocal started
+            started = started or message["type"] == "http.response.start"
+            await send(message)
+
         try:
-            await self.app(scope, counting_receive, send)
+            await self.app(scope, counting_receive, noting_send)
         except BodyTooLarge:
+            if started:
+                raise
             await _too_large(send, limit)
-
-
-class BodyTooLarge(Exception):
-    pass
 
 
 async def _too_large(send: Send, limit: int) -> None:
     body = problem_body(
         status=413,
-        title="Payload too large",
-        detail=f"the request body is larger than {limit} bytes",
-        slug="payload-too-large",
+        title=TOO_LARGE_TITLE,
+        detail=str(BodyTooLarge(limit).detail),
+        slug=TOO_LARGE_SLUG,
     )
     await send(
         {
@@ -89,3 +96,31 @@ async def _too_large(send: Send, limit: int) -> None:
         }
     )
     await send({"type": "http.response.body", "body": body})
+
+
+class SingleHost:
+    """RFC 9112 section 3.2: a request with more than one Host line, or an HTTP/1.1 request
+    with none, is a 400 and its connection is closed. Which host such a request meant cannot
+    be told: the MCP transport's DNS-rebinding check read one Host, a proxy may route on
+    another."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http":
+            hosts = sum(1 for name, _ in scope["headers"] if name == b"host")
+            if hosts > 1 or (hosts == 0 and scope.get("http_version") == "1.1"):
+                detail = f"a request carries exactly one Host header (RFC 9112), not {hosts}"
+                body = problem_body(
+                    status=400, title="Bad request", detail=detail, slug="host-header"
+                )
+                headers = [
+                    (b"content-type", b"application/problem+json"),
+                    (b"content-length", str(len(body)).encode()),
+                    (b"connection", b"close"),
+                ]
+                await send({"type": "http.response.start", "status": 400, "headers": headers})
+                await send({"type": "http.response.body", "body": body})
+                return
+        await self.app(scope, receive, send)

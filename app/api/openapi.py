@@ -114,6 +114,8 @@ _MEANING = {
     403: "The token lacks the scope, its tenant is unknown or suspended, or X-Tenant-ID names "
     "another tenant without rag:admin.",
     404: "No such resource for this tenant.",
+    408: "The request head or body did not arrive in time (RAG_HTTP_HEAD_TIMEOUT_SECONDS, "
+    "RAG_HTTP_BODY_TIMEOUT_SECONDS; any route); the connection is closed.",
     409: "The request conflicts with the resource's state.",
     413: "The body (or a batch) is larger than the configured limit.",
     415: "The content is of a type the service does not ingest.",
@@ -169,7 +171,7 @@ def install_openapi(app: FastAPI) -> None:
                 tags=app.openapi_tags,
             )
             _add_problem_schemas(document)
-            _add_head_limit(document)
+            _add_connection_limits(document)
             app.openapi_schema = document
         return app.openapi_schema
 
@@ -185,8 +187,11 @@ def _add_problem_schemas(document: dict[str, Any]) -> None:
         schemas[model.__name__] = schema
 
 
-def _add_head_limit(document: dict[str, Any]) -> None:
-    """Every operation can meet the server's limit on a request's head (http_protocol.py)."""
+def _add_connection_limits(document: dict[str, Any]) -> None:
+    """Every operation can meet the server's limits on a request's head and the time it takes
+    to arrive (http_protocol.py)."""
     for operations in document.get("paths", {}).values():
         for operation in operations.values():
-            operation.setdefault("responses", {}).update({"431": errors(431)[431]})
+            operation.setdefault("responses", {}).update(
+                {str(status): response for status, response in errors(408, 431).items()}
+            )

@@ -13,6 +13,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from sqlalchemy import exc as sa_exc
 from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.requests import ClientDisconnect
 
 from app.db.failures import is_unreachable
 from app.errors import AppError
@@ -22,6 +23,18 @@ PROBLEM_TYPE_BASE = "https://rag-service.dev/problems/"
 PROBLEM_JSON = "application/problem+json"
 DATABASE_RETRY_AFTER = 5
 QUERY_CANCELED = "57014"
+
+
+TOO_LARGE_TITLE, TOO_LARGE_SLUG = "Payload too large", "payload-too-large"
+
+
+class BodyTooLarge(StarletteHTTPException):
+    """A request body found over its limit while it streams in (`BodyLimit`, a chunked body
+    has no length to refuse up front). An HTTPException because FastAPI re-raises those from
+    its body parsing, and turns any other error there into a 400."""
+
+    def __init__(self, limit: int) -> None:
+        super().__init__(413, f"the request body is larger than {limit} bytes")
 
 
 def problem_body(*, status: int, title: str, detail: str, slug: str) -> bytes:
@@ -81,6 +94,22 @@ async def _validation_error(_request: Request, exc: Exception) -> JSONResponse:
         detail=f"invalid value for: {names}",
         slug="validation",
         extra={"errors": errors},
+    )
+
+
+async def _body_too_large(_request: Request, exc: Exception) -> JSONResponse:
+    assert isinstance(exc, BodyTooLarge)
+    return problem_response(
+        status=413, title=TOO_LARGE_TITLE, detail=str(exc.detail), slug=TOO_LARGE_SLUG
+    )
+
+
+async def _client_gone(_request: Request, exc: Exception) -> JSONResponse:
+    """The connection ended while the route read the body (the client left, or its body did
+    not arrive in time and the server answered 408 itself): nobody reads this reply."""
+    _log.info("the client's connection ended before its request body was read")
+    return problem_response(
+        status=400, title="Bad request", detail="the connection ended", slug="client-gone"
     )
 
 
@@ -154,6 +183,8 @@ async def _unhandled(request: Request, exc: Exception) -> JSONResponse:
 def install_error_handlers(app: FastAPI) -> None:
     app.add_exception_handler(AppError, _app_error)
     app.add_exception_handler(RequestValidationError, _validation_error)
+    app.add_exception_handler(BodyTooLarge, _body_too_large)
+    app.add_exception_handler(ClientDisconnect, _client_gone)
     app.add_exception_handler(StarletteHTTPException, _http_error)
     for database_error in (
         OSError,

@@ -2,7 +2,8 @@
 
 The token is parsed here (strict base64url, JSON header and payload) so that each rejection has a
 precise reason (segments must be unpadded, canonical base64url, RFC 7515; the tenant claim a
-tenant id, so a strange one is a 401 before any query); the signature is checked by the
+tenant id and the subject text PostgreSQL can store, so a strange one is a 401 before any
+query); the signature is checked by the
 python-jose key bound to the header's algorithm, and only algorithms listed in the settings are
 accepted. Reasons never quote the token or a key.
 """
@@ -11,7 +12,6 @@ from __future__ import annotations
 
 import base64
 import binascii
-import json
 import math
 import re
 import time
@@ -30,9 +30,10 @@ from app.auth.keys import (
     load_keys,
 )
 from app.errors import Unauthenticated
+from app.json_input import parse_json
 from app.permissions import Readers, is_group_name
 from app.settings import Settings
-from app.storable import is_tenant_id
+from app.storable import is_tenant_id, unstorable_reason
 
 SCOPE_SEARCH = "rag:search"
 SCOPE_INGEST = "rag:ingest"
@@ -133,7 +134,7 @@ class TokenVerifier:
         if not any(_signature_matches(key, signing_input, signature) for key in keys):
             raise invalid_token(_bad_signature(algorithm, header.get("kid")))
         try:
-            claims = json.loads(payload)
+            claims = parse_json(payload)
         except ValueError:
             raise invalid_token("malformed token") from None
         if not isinstance(claims, dict):
@@ -143,9 +144,12 @@ class TokenVerifier:
         tenant_id = _required_string(claims, self._tenant_claim)
         if not is_tenant_id(tenant_id):
             raise invalid_token(f"invalid claim '{self._tenant_claim}'")
+        subject = _required_string(claims, "sub")
+        if unstorable_reason(subject) is not None:  # it is stored (audit) and compared in SQL
+            raise invalid_token("invalid claim 'sub'")
         return Principal(
             tenant_id=tenant_id,
-            subject=_required_string(claims, "sub"),
+            subject=subject,
             scopes=_scopes(claims),
             groups=_groups(claims, self._groups_claim),
         )
@@ -251,7 +255,7 @@ def _split(token: str) -> tuple[dict[str, object], bytes, bytes, bytes]:
     if len(parts) != 3 or not all(_SEGMENT.fullmatch(part) for part in parts) or not parts[0]:
         raise invalid_token("malformed token")
     try:
-        header = json.loads(_b64decode(parts[0]))
+        header = parse_json(_b64decode(parts[0]))
         payload, signature = _b64decode(parts[1]), _b64decode(parts[2])
     except (ValueError, binascii.Error):
         raise invalid_token("malformed token") from None

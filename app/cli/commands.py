@@ -82,10 +82,11 @@ def serve(
     """Run the API (the embedded database when RAG_DATABASE_URL is not set)."""
     from app.cli import logs
     from app.cli.database import database_settings, refuse_unready_cluster
-    from app.cli.server import run_server
+    from app.cli.server import run_server, stop_on_sigterm
     from app.cli.settings import load_settings
     from app.settings import with_dev_jwt_secret
 
+    stop_on_sigterm()
     base = load_settings(dev_secret=False)
     log_config = logs.configure(verbose=verbose, log_format=base.log_format)
     refuse_unready_cluster(base)

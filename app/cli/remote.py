@@ -1,14 +1,17 @@
 """The data commands against a running service, through the Python client (clients/python):
-no database, no model, nothing heavier than httpx and pydantic in this process."""
+no database and no model in this process (`rag ingest` reads files with the service's parsers
+to batch them, app/cli/sending.py)."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
+from dataclasses import replace
 
 from rag_client import (
     Forbidden,
     Job,
+    PayloadTooLarge,
     ProblemError,
     RagClient,
     RagError,
@@ -27,6 +30,7 @@ from rich.progress import (
 
 from app.cli.files import SourceFile
 from app.cli.options import Remote, fail
+from app.cli.sending import Outgoing, outgoing, requests
 from app.cli.views import Summary
 
 RETRY = Retry(attempts=4, max_wait=60)  # 429/503: wait as the service asks, a few times
@@ -34,10 +38,19 @@ TOKEN_HINT = "pass --token or set RAG_TOKEN (`rag token --tenant T` on the serve
 
 
 @contextmanager
-def connect(target: Remote) -> Iterator[RagClient]:
-    """A client for `target`; any error the service replies becomes one line and exit 2."""
+def connect(target: Remote, *, console: Console | None = None) -> Iterator[RagClient]:
+    """A client for `target`; any error the service replies becomes one line and exit 2.
+    Each wait on a 429 or 503 is said on `console` (stderr by default)."""
+    said = console or Console(stderr=True)
+
+    def announce(error: ProblemError, seconds: float) -> None:
+        why = "the tenant's rate limit" if error.status == 429 else "the service is unavailable"
+        line = f"{why} ({error.status}: {error.detail}): waiting {seconds:g} s before trying again"
+        said.print(line, markup=False, highlight=False)
+
+    retry = replace(RETRY, on_wait=announce)
     try:
-        with RagClient(target.url, target.token, tenant=target.tenant, retries=RETRY) as rag:
+        with RagClient(target.url, target.token, tenant=target.tenant, retries=retry) as rag:
             yield rag
     except Unauthorized as error:
         fail(f"{error.detail}; {TOKEN_HINT}" if not target.token else error.detail)
@@ -55,8 +68,9 @@ def ingest(
     access: Sequence[str] = (),
     console: Console,
 ) -> Summary:
-    """Upload each file (its type is sniffed by the service); a file that fails is listed in
-    the summary, and the others still go. A refused token stops it all."""
+    """Send the files, text files in batches and the others one upload each (app/cli/
+    sending.py); a file that fails is listed in the summary, and the others still go. A
+    refused token stops it all."""
     summary = Summary(files=len(files))
     columns = (
         TextColumn("{task.description}"),
@@ -68,15 +82,56 @@ def ingest(
     )
     total = sum(file.size for file in files)
     with (
-        connect(target) as rag,
+        connect(target, console=console) as rag,
         Progress(*columns, console=console, transient=True) as progress,
     ):
         task = progress.add_task("sending", total=total, done=0, files=len(files))
-        for done, file in enumerate(files, start=1):
-            progress.update(task, description=file.external_id[-40:])
-            _send(rag, file, collection=collection, access=access, summary=summary)
-            progress.update(task, advance=file.size, done=done)
+        done = 0
+        for group in requests(_outgoing(files, collection, access, summary)):
+            progress.update(task, description=group[-1].file.external_id[-40:])
+            if group[0].document is None:
+                _send(rag, group[0].file, collection=collection, access=access, summary=summary)
+            else:
+                _send_batch(rag, group, collection=collection, access=access, summary=summary)
+            done += len(group)
+            progress.update(task, advance=sum(o.file.size for o in group), done=done)
     return summary
+
+
+def _outgoing(
+    files: list[SourceFile], collection: str | None, access: Sequence[str], summary: Summary
+) -> Iterator[Outgoing]:
+    for file in files:
+        try:
+            yield outgoing(file, collection=collection, access=access)
+        except OSError as error:
+            summary.failed[file.external_id] = error.strerror or str(error)
+
+
+def _send_batch(
+    rag: RagClient,
+    batch: list[Outgoing],
+    *,
+    collection: str | None,
+    access: Sequence[str],
+    summary: Summary,
+) -> None:
+    """One batch request; refused whole for its size (a service with smaller limits than
+    the defaults), its files go one upload each."""
+    try:
+        reply = rag.ingest_batch([item.document for item in batch if item.document is not None])
+    except PayloadTooLarge:
+        for item in batch:
+            _send(rag, item.file, collection=collection, access=access, summary=summary)
+        return
+    for answer in reply.results:
+        name = batch[answer.index].file.external_id
+        if answer.result is None:
+            summary.failed[name] = answer.error or f"refused ({answer.status})"
+        else:
+            summary.chunks += answer.result.chunks
+            summary.embedded += answer.result.embedded
+            summary.unchanged += answer.result.unchanged
 
 
 def _send(

@@ -4,7 +4,8 @@ Stopping: Ctrl-C (SIGINT) or SIGTERM stops accepting connections and gives the r
 flight RAG_SHUTDOWN_GRACE_SECONDS to finish (uvicorn's graceful shutdown; past it they are
 cancelled), then the app's lifespan closes its resources, then the caller stops the embedded
 database. A second Ctrl-C stops at once: requests in flight are cancelled, the lifespan's
-shutdown is skipped, and the embedded database is still stopped.
+shutdown is skipped, and the embedded database is still stopped. SIGTERM is Ctrl-C from
+start to end (`stop_on_sigterm`), with one worker or several: the exit status is 0.
 """
 
 from __future__ import annotations
@@ -76,6 +77,14 @@ class _Supervisor(Multiprocess):
                     for each in self.processes:
                         if each.pid is not None and each.process.is_alive():
                             os.kill(each.pid, signal.SIGINT)
+
+
+def stop_on_sigterm() -> None:
+    """From now on SIGTERM (systemd, `kill`, `docker stop`) stops this process as Ctrl-C does:
+    a KeyboardInterrupt, so every `finally` runs and the embedded database is stopped. Python's
+    own SIGTERM ends the process on the spot, and uvicorn raises the signal it handled again
+    once its graceful shutdown is done: `rag serve` exited 143 with PostgreSQL still running."""
+    signal.signal(signal.SIGTERM, signal.default_int_handler)
 
 
 def run_server(

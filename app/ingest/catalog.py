@@ -44,7 +44,9 @@ async def list_documents(
     if collection is not None:
         stmt = stmt.where(Collection.name == collection)
         count = count.join(Collection, DOCUMENT_COLLECTION).where(Collection.name == collection)
-    stmt = stmt.order_by(Document.created_at.desc(), Document.id).limit(limit).offset(offset)
+    # newest first; documents created together (one batch, one transaction) by external id
+    newest = (Document.created_at.desc(), Document.external_id, Document.id)
+    stmt = stmt.order_by(*newest).limit(limit).offset(offset)
     rows = (await session.execute(stmt)).all()
     total = await session.scalar(count) or 0
     return [DocumentSummary(doc, name) for doc, name in rows], total

@@ -1,7 +1,9 @@
 """One turn of a job: up to `turn_documents` documents through `ingest_documents`, one at a
 time (each all-or-nothing), progress written after each; then the job re-queues itself behind
-whoever came meanwhile, or finishes. A turn run twice (its worker died) is harmless: a
-document is removed from the inputs only with its result, and ingest is idempotent."""
+whoever came meanwhile, or finishes. Before each document the job reads whether it was
+cancelled or its tenant suspended: either stops it after the document in progress. A turn
+run twice (its worker died) is harmless: a document is removed from the inputs only with its
+result, and ingest is idempotent."""
 
 from __future__ import annotations
 
@@ -27,6 +29,7 @@ from app.jobs.store import FINAL, queue_turn
 from app.permissions import Readers
 
 PROGRESS_BATCH = 64  # chunks embedded between two progress writes
+SUSPENDED = "stopped: the tenant was suspended"
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,17 +86,21 @@ async def run_turn(services: JobServices, *, job_id: uuid.UUID, tenant_id: str) 
 async def _run_next(services: JobServices, *, job_id: uuid.UUID, tenant_id: str) -> bool:
     """Ingest the next document; False when the job has finished (or was cancelled)."""
     async with tenant_transaction(services.sessions, tenant_id) as session:
-        cancel, readers = (
+        cancel, readers, tenant_status = (
             await session.execute(
                 text(
-                    "select cancel_requested, readers from ingest_jobs"
-                    " where tenant_id = :tenant and id = :id"
+                    "select cancel_requested, readers,"
+                    " (select status from tenants where id = :tenant)"
+                    " from ingest_jobs where tenant_id = :tenant and id = :id"
                 ),
                 {"tenant": tenant_id, "id": job_id},
             )
         ).one()
+        # A suspended tenant's job stops as if cancelled: its tokens are refused already,
+        # and its work must stop too (activating the tenant does not resume it).
+        suspended = tenant_status != "active"
         item = None
-        if not cancel:
+        if not cancel and not suspended:
             item = (
                 await session.execute(
                     text(
@@ -106,7 +113,14 @@ async def _run_next(services: JobServices, *, job_id: uuid.UUID, tenant_id: str)
                 )
             ).one_or_none()
         if item is None:
-            await _finish(session, job_id, tenant_id=tenant_id, cancelled=bool(cancel))
+            reason = SUSPENDED if suspended and not cancel else None
+            await _finish(
+                session,
+                job_id,
+                tenant_id=tenant_id,
+                cancelled=bool(cancel) or suspended,
+                error=reason,
+            )
             return False
     # Written as whoever submitted the job: its documents' access lists are checked against
     # the submitter's principals, as a synchronous ingest's would be.
@@ -166,15 +180,22 @@ class Refused(AppError):
         self.refused_status = status
 
 
-async def _finish(session: Any, job_id: uuid.UUID, *, tenant_id: str, cancelled: bool) -> None:
+async def _finish(
+    session: Any,
+    job_id: uuid.UUID,
+    *,
+    tenant_id: str,
+    cancelled: bool,
+    error: str | None = None,
+) -> None:
     await session.execute(
         text(
             "update ingest_jobs set status = case when :cancelled then 'cancelled'"
             " when documents_failed = 0 then 'succeeded' when documents_done = 0 then 'failed'"
-            " else 'partial' end, bytes_pending = 0, finished_at = now(), updated_at = now()"
-            " where tenant_id = :tenant and id = :id"
+            " else 'partial' end, error = coalesce(:error, error), bytes_pending = 0,"
+            " finished_at = now(), updated_at = now() where tenant_id = :tenant and id = :id"
         ),
-        {"cancelled": cancelled, "tenant": tenant_id, "id": job_id},
+        {"cancelled": cancelled, "error": error, "tenant": tenant_id, "id": job_id},
     )
     await session.execute(
         text("delete from ingest_job_inputs where tenant_id = :tenant and job_id = :id"),

@@ -93,7 +93,7 @@ def test_errors_are_documented_as_problems(document: dict[str, Any]) -> None:
             assert schema.endswith("ValidationProblem" if status == "422" else "/Problem")
             if status in ("429", "503"):
                 assert "Retry-After" in response["headers"]
-    assert seen == {400, 401, 403, 404, 409, 413, 415, 422, 429, 431, 503}
+    assert seen == {400, 401, 403, 404, 408, 409, 413, 415, 422, 429, 431, 503}
     assert "HTTPValidationError" not in document["components"]["schemas"]
 
 

@@ -11,6 +11,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 import httpx
+import pytest
 import uvicorn
 from uvicorn.server import ServerState
 
@@ -117,3 +118,41 @@ async def test_a_whole_request_in_one_read_is_not_a_large_head() -> None:
             client.close()
     assert reply.startswith(b"HTTP/1.1 200 "), reply[:120]
     assert received == [len(body)]
+
+
+MCP_CALL = (
+    b'{"jsonrpc": "2.0", "id": 1, "method": "tools/call",'
+    b' "params": {"name": "search", "arguments": {"query": "setup"}}}'
+)
+
+
+def _request(live: LiveServer, path: str, hosts: list[bytes]) -> bytes:
+    """A POST of an MCP call (a GET for other paths) with these Host lines, as sent."""
+    lines = [b"%s %s HTTP/1.1" % (b"POST" if path == "/mcp" else b"GET", path.encode())]
+    lines += [b"Host: " + host for host in hosts]
+    lines += [b"Authorization: Bearer " + live.token.encode(), b"Connection: close"]
+    body = MCP_CALL if path == "/mcp" else b""
+    if body:
+        lines += [b"Content-Type: application/json", b"Content-Length: %d" % len(body)]
+    return b"\r\n".join(lines) + b"\r\n\r\n" + body
+
+
+@pytest.mark.parametrize("path", ["/mcp", "/api/rag/documents", "/healthz"])
+@pytest.mark.parametrize("evil_first", [False, True], ids=["ours-first", "evil-first"])
+def test_two_host_headers_are_a_400(live: LiveServer, path: str, evil_first: bool) -> None:
+    """RFC 9112 section 3.2: a request with more than one Host line is a 400, whichever comes
+    first (issue 37: ours then evil.example passed the MCP transport's Host check, 200)."""
+    ours = urlsplit(live.url).netloc.encode()
+    hosts = [b"evil.example", ours] if evil_first else [ours, b"evil.example"]
+    reply = _exchange(live, _request(live, path, hosts))
+    assert reply.startswith(b"HTTP/1.1 400 "), reply[:300]
+    assert b"application/problem+json" in reply
+    assert b"Host" in reply.split(b"\r\n\r\n", 1)[1]
+
+
+def test_an_http11_request_without_host_is_a_400(live: LiveServer) -> None:
+    reply = _exchange(live, b"GET /healthz HTTP/1.1\r\nConnection: close\r\n\r\n")
+    assert reply.startswith(b"HTTP/1.1 400 "), reply[:300]
+    one = urlsplit(live.url).netloc.encode()
+    served = _exchange(live, _request(live, "/mcp", [one]))
+    assert served.startswith(b"HTTP/1.1 200 "), served[:300]

@@ -3,15 +3,21 @@ never imports torch, the model or the database layer (checked with `python -X im
 
 from __future__ import annotations
 
+import io
+import logging
 import os
 import uuid
 from pathlib import Path
 
 import pytest
 from rag_client import NotFound, RagClient
+from rich.console import Console
 
+from app.cli.options import Remote
+from app.cli.remote import connect
+from tests.api.test_upload import pdf_bytes
 from tests.cli.imports import Run, run_rag
-from tests.client.conftest import ADMIN_SCOPES, LiveService
+from tests.client.conftest import ADMIN_SCOPES, TINY_TIER, LiveService
 
 PNG = b"\x89PNG\r\n\x1a\n" + b"\x00" * 32
 
@@ -152,3 +158,53 @@ def test_ingest_in_the_background_shows_the_jobs_results(
     alone = run_rag("ingest", str(folder), "--background", "--tenant", "x", env=env)
     assert alone.returncode == 2
     assert "--background needs --url" in alone.stderr
+
+
+def test_a_folder_costs_a_few_requests(
+    live: LiveService, env: dict[str, str], tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Issue 37: `rag ingest FOLDER --url` sent one request per file, so the tenant's own rate
+    limit paused a 130-file folder. Text files now go in batches, each file keeping the
+    `filename` metadata and the type an upload gets; a PDF goes alone."""
+    tenant = live.tenant(tier="pro")
+    token = live.token(tenant)
+    folder = tmp_path / "notes"
+    folder.mkdir()
+    for i in range(40):
+        (folder / f"note{i:02d}.md").write_text(f"# Note {i}\n\nThe harbour log, entry {i}.\n")
+    (folder / "page.html").write_text("<html><body><h1>Tides</h1><p>High at noon.</p></body>")
+    (folder / "tides.pdf").write_bytes(pdf_bytes(("High water at noon, low water at dusk.",)))
+
+    with caplog.at_level(logging.INFO, logger="app.access"):
+        run = _light(run_rag("ingest", str(folder), "--url", live.url, "--token", token, env=env))
+    assert run.returncode == 0, run.stderr
+    sent = [
+        f"{getattr(r, 'method', '')} {getattr(r, 'route', '')}"
+        for r in caplog.records
+        if getattr(r, "tenant", None) == tenant
+    ]
+    assert sorted(sent) == [
+        "POST /api/rag/documents/batch",
+        "POST /api/rag/documents/batch",
+        "POST /api/rag/documents/upload",
+    ], sent
+    with RagClient(live.url, token) as rag:
+        documents = {d.external_id: d for d in rag.iter_documents()}
+    assert len(documents) == 42
+    assert documents["note07.md"].metadata == {"filename": "note07.md"}
+    assert documents["note07.md"].title == "Note 7"
+    assert documents["page.html"].source_type == "html"
+    assert documents["tides.pdf"].source_type == "pdf"
+
+
+def test_a_wait_on_429_is_said(live: LiveService) -> None:
+    """The command's client says why it pauses (issue 37: a silent pause on a 429)."""
+    token = live.token(live.tenant(tier=TINY_TIER))  # 2 requests per 2-second window
+    said = io.StringIO()
+    target = Remote(url=live.url, token=token, tenant=None)
+    with connect(target, console=Console(file=said, width=200)) as rag:
+        for _ in range(3):  # the third waits out the window
+            rag.list_documents(limit=1)
+    [line] = said.getvalue().splitlines()
+    assert line.startswith("the tenant's rate limit (429: rate limit of 2 requests exceeded")
+    assert "waiting" in line

@@ -87,9 +87,13 @@ def test_rate_limited_carries_retry_after_and_retries_honour_it(live: LiveServic
             _list_three_times(rag)
         assert limited.value.retry_after is not None
         assert 0 < limited.value.retry_after <= 2
-    with RagClient(live.url, live.token(tenant), retries=Retry(attempts=4, max_wait=5)) as patient:
+    waits: list[tuple[int, float]] = []
+    told = Retry(attempts=4, max_wait=5, on_wait=lambda error, s: waits.append((error.status, s)))
+    with RagClient(live.url, live.token(tenant), retries=told) as patient:
         for _ in range(3):  # the third waits out the window instead of failing
             assert patient.list_documents().total == 0
+    assert waits, "on_wait was not called"
+    assert all(status == 429 and 0 < seconds <= 2 for status, seconds in waits), waits
     hasty = RagClient(live.url, live.token(tenant), retries=Retry(max_wait=0.001))
     with hasty, pytest.raises(RateLimited):  # asked to wait longer than it may: fails at once
         _list_three_times(hasty)

@@ -13,7 +13,7 @@ from app.db.tenancy import SessionMaker
 from app.settings import Settings
 from tests.conftest import TenantClient, app_client, new_tenant, token_for
 from tests.fakes import WordHashEmbedder
-from tests.jobs.conftest import finished, job_state, workers
+from tests.jobs.conftest import finished, job_state, wait_for, workers
 
 pytestmark = pytest.mark.on_citus
 
@@ -145,6 +145,40 @@ async def test_cancelling_a_running_job_stops_after_the_document_in_progress(
         gated.release.set()
         state = await finished(owner_a, job_id)
     assert state["status"] == "cancelled"
+    assert [r["status"] for r in state["results"]] == ["succeeded"]  # whole, and alone
+    listed = await owner_a.http.get("/api/rag/documents", headers=owner_a.headers)
+    assert listed.json()["total"] == 1
+    assert state["progress"]["bytes_pending"] == 0
+
+
+async def test_suspending_a_tenant_stops_its_running_job_after_the_document_in_progress(
+    owner_a: TenantClient, owner_b: TenantClient, settings: Settings, committed: SessionMaker
+) -> None:
+    """Its tokens get 403 at once; its job writes nothing more and ends cancelled, saying why
+    (issue 37: it went on to ingest all 400 files and ended `succeeded`)."""
+    gated = GatedEmbedder()
+    job_id = await submit(owner_a, files=files(6))
+    admin = {"Authorization": f"Bearer {token_for(settings, owner_b.tenant_id, 'rag:admin')}"}
+    tenant_path = f"/api/admin/tenants/{owner_a.tenant_id}"
+    async with workers(settings, committed, gated, turn_documents=10):
+        await asyncio.wait_for(gated.entered.wait(), 120)
+        suspended = await owner_a.http.post(f"{tenant_path}/suspend", headers=admin)
+        assert suspended.status_code == 200, suspended.text
+        refused = await owner_a.http.get(f"/api/rag/jobs/{job_id}", headers=owner_a.headers)
+        assert refused.status_code == 403
+        gated.release.set()
+
+        async def stopped() -> dict[str, Any] | None:
+            stats = await owner_a.http.get(f"{tenant_path}/stats", headers=admin)
+            jobs: dict[str, Any] = stats.json()["jobs"]
+            return jobs if jobs["queued"] == jobs["running"] == 0 else None
+
+        await wait_for(stopped)
+    activated = await owner_a.http.post(f"{tenant_path}/activate", headers=admin)
+    assert activated.status_code == 200, activated.text
+    state = await job_state(owner_a, job_id)
+    assert state["status"] == "cancelled"
+    assert "suspended" in (state["error"] or "")
     assert [r["status"] for r in state["results"]] == ["succeeded"]  # whole, and alone
     listed = await owner_a.http.get("/api/rag/documents", headers=owner_a.headers)
     assert listed.json()["total"] == 1

@@ -1,6 +1,7 @@
-"""Stopping `rag serve` (issue 18 point 3), with real processes: Ctrl-C lets the request in
-flight finish, then the app and the embedded database stop; a second Ctrl-C stops at once;
-a run killed outright does not keep the embedded database running after later clean stops."""
+"""Stopping `rag serve` (issue 18 point 3), with real processes: Ctrl-C or SIGTERM lets the
+request in flight finish, then the app and the embedded database stop; a second Ctrl-C stops
+at once; a run killed outright does not keep the embedded database running after later clean
+stops."""
 
 from __future__ import annotations
 
@@ -125,6 +126,32 @@ def test_a_second_ctrl_c_stops_at_once(
     assert took < 30
     assert "database: embedded PostgreSQL stopped" in at
     assert not running(database), "embedded PostgreSQL still running"
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_sigterm_stops_like_ctrl_c(
+    env: dict[str, str],
+    data_dir: Path,
+    openai: tuple[FakeOpenAI, str],
+    tmp_path: Path,
+    workers: int,
+) -> None:
+    """SIGTERM (systemd, `kill`, `docker stop`): the request in flight is answered, the
+    process exits 0 and the embedded PostgreSQL is stopped, with one worker or two (issue 37:
+    exit 143 and an orphaned server)."""
+    served = serve(env, tmp_path / "serve.log", "--workers", str(workers))
+    pgdata = data_dir / "pgdata"
+    database = postmaster_pid(pgdata)
+    assert running(database)
+    with ThreadPoolExecutor(1) as pool:
+        future = _search_in_flight(pool, served, env, openai[0], delay=2.0)
+        served.process.send_signal(signal.SIGTERM)
+        reply = future.result()
+    assert reply.status_code == 200, reply.text
+    assert served.process.wait(60) == 0, served.text()
+    assert not running(database), "embedded PostgreSQL still running"
+    assert postmaster_pid(pgdata) is None
+    assert served.messages()[-1] == "database: embedded PostgreSQL stopped"
 
 
 def test_a_killed_run_does_not_keep_the_database_running(

@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 from httpx import AsyncClient, Response
 
+from app.auth import issue_token
 from app.settings import Settings
 from tests.api.calls import assert_problem, total
 from tests.conftest import TenantClient
@@ -19,6 +20,7 @@ from tests.reliability.endpoints import (
     Door,
     Json,
     Slot,
+    mcp_call,
 )
 
 
@@ -77,3 +79,35 @@ async def test_text_past_its_length_is_a_422(
     assert_problem(await send(http, tenant, settings, call), 422)
     blank = Call("POST", "/api/rag/search", json={"query": "   "})
     assert_problem(await send(http, tenant, settings, blank), 422)
+
+
+def _signed_as(settings: Settings, tenant_id: str, subject: str, scopes: str) -> dict[str, str]:
+    token = issue_token(
+        settings, tenant_id=tenant_id, subject=subject, scopes=scopes.split(), ttl_seconds=300
+    )
+    return {"Authorization": f"Bearer {token}"}
+
+
+@pytest.mark.parametrize("kind", sorted(UNSTORABLE))
+async def test_a_token_subject_the_database_cannot_store_is_a_401(
+    http: AsyncClient, tenant: TenantClient, settings: Settings, kind: str
+) -> None:
+    """A validly signed token whose `sub` is NUL or a lone surrogate: refused at the gate, as
+    a bad tenant claim is, through every door (it was a 500 where the subject reached SQL)."""
+    user = _signed_as(settings, tenant.tenant_id, UNSTORABLE[kind], "rag:search rag:ingest")
+    admin = _signed_as(settings, tenant.tenant_id, UNSTORABLE[kind], "rag:admin")
+    mcp = {**user, "Accept": "application/json, text/event-stream"}
+    search = mcp_call("search", query="vault")
+    keyword = {"query": "vault", "mode": "keyword"}
+    replies = [
+        await http.post("/api/rag/search", json=keyword, headers=user),
+        await http.post("/api/rag/search", json={"query": "vault"}, headers=user),
+        await http.post("/api/rag/jobs", json={"documents": [{"content": "x"}]}, headers=user),
+        await http.get("/api/rag/documents/00000000-0000-4000-8000-000000000000", headers=user),
+        await http.post("/api/admin/tenants", json={"tenant_id": "nul-admin"}, headers=admin),
+        await http.post(search.path, json=search.json, headers=mcp),
+    ]
+    for reply in replies:
+        problem = assert_problem(reply, 401)
+        assert "sub" in problem["detail"], problem
+    assert await total(tenant) == 0

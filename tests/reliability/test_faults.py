@@ -211,3 +211,42 @@ async def test_an_embedding_provider_timing_out_is_503_and_stores_nothing(
         assert time.monotonic() - started < 10  # bounded by the timeout, not the provider
         fake_openai.delay = 0.0
         assert await total(tenant) == 0
+
+
+async def _ready(http: AsyncClient) -> tuple[int, dict[str, object]]:
+    reply = await http.get("/readyz")
+    checks: dict[str, object] = reply.json()["checks"]
+    return reply.status_code, checks
+
+
+async def test_the_first_readyz_after_postgres_restarted_is_200(
+    settings: Settings, private_database: PrivateDatabase
+) -> None:
+    """The pool's connections died with the server; readiness must not report them (issue 37:
+    the first /readyz after the restart was a 503, InterfaceError, the next a 200)."""
+    assert private_database.server is not None
+    url = await provision(
+        private_database.server, app_role=settings.app_role, embedding_dimensions=DIMENSIONS
+    )
+    own = settings.model_copy(update={"database_url": SecretStr(url), "redis_url": None})
+    async with own_app(own) as (http, _resources):
+        assert (await _ready(http))[0] == 200  # a connection now waits in the pool
+        await anyio.to_thread.run_sync(private_database.stop)
+        await anyio.to_thread.run_sync(private_database.start)  # returns once it accepts
+        status, checks = await _ready(http)
+        assert status == 200, checks
+
+
+async def test_the_first_readyz_after_redis_restarted_is_200(
+    settings: Settings,
+    sessions: SessionMaker,
+    embedder: WordHashEmbedder,
+    private_redis: PrivateRedis,
+) -> None:
+    with_redis = settings.model_copy(update={"redis_url": private_redis.url})
+    async with app_client(with_redis, sessions, embedder) as http:
+        assert (await _ready(http))[0] == 200
+        await private_redis.stop()
+        await private_redis.start()  # returns once it answers a ping
+        status, checks = await _ready(http)
+        assert status == 200, checks
