@@ -1,0 +1,37 @@
+"""Documents may be Word, PowerPoint, Excel, EPUB and OpenDocument text files.
+
+Revision ID: 0011_office
+Revises: 0010
+Create Date: 2026-11-27
+
+`ck_documents_source_type` is widened to the five new source types (`docx`, `pptx`, `xlsx`,
+`epub`, `odt`; app/ingest/parsing/model.py). Dropped and added again in one ALTER TABLE: the
+check of the existing rows is a scan of `documents` (not of `chunks`), and a wider list
+cannot fail. A downgrade fails while documents of the new types exist: delete them first.
+"""
+
+from alembic import op
+
+revision = "0011_office"
+down_revision = "0010"
+branch_labels = None
+depends_on = None
+
+OLD = ("text", "markdown", "html", "pdf")
+NEW = (*OLD, "docx", "pptx", "xlsx", "epub", "odt")
+
+
+def _check(types: tuple[str, ...]) -> None:
+    listed = ", ".join(f"'{name}'" for name in types)
+    op.execute(
+        "ALTER TABLE documents DROP CONSTRAINT ck_documents_source_type,"
+        f" ADD CONSTRAINT ck_documents_source_type CHECK (source_type in ({listed}))"
+    )
+
+
+def upgrade() -> None:
+    _check(NEW)
+
+
+def downgrade() -> None:
+    _check(OLD)
