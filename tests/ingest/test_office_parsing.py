@@ -199,7 +199,7 @@ def test_chunks_of_a_sheet_hold_whole_rows_and_say_which() -> None:
     drafts = chunker.split(_parsed(xlsx_bytes(rows=120)))
     inventory = [d for d in drafts if d.section_path[0] == "Inventory"]
     assert len(inventory) > 2
-    covered = []
+    covered: list[int] = []
     for draft in inventory:
         _, rows = draft.section_path
         first, last = (int(n) for n in rows.removeprefix("rows ").split("\u2013"))
