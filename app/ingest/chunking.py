@@ -90,35 +90,46 @@ class Chunker:
 
     def _rows(self, rows: list[Section], sizes: list[int]) -> list[_Piece]:
         """Whole rows packed into chunks under the sheet's header, each chunk's path the
-        sheet's with the rows it holds (`row_label`); a row longer than a chunk is
-        cut alone ("row 7")."""
+        sheet's with the rows it holds (`row_label`); a row longer than a chunk is cut alone
+        ("row 7"). A header too long to repeat (over half a chunk) is a chunk of its own."""
         header = rows[0].header
         [header_size] = self._count([header]) if header else [0]
-        if header_size > self._chunk_tokens // 2:  # a header that crowds out the rows: once
+        plan: list[list[Section] | _Piece] = []  # groups of rows, or pieces of a long row
+        if header_size > self._chunk_tokens // 2:
+            plan += self._pieces(rows[0], header, header_size, path=(*rows[0].section_path,))
             header, header_size = "", 0
         budget = self._chunk_tokens - header_size
-        pieces: list[_Piece] = []
-        group: list[Section] = []
         used = 0
         for row, size in zip(rows, sizes, strict=True):
-            if group and used + size + 1 > budget:  # + 1: the line break between rows
-                pieces.append(self._row_piece(group, header))
-                group, used = [], 0
-            if size + 1 > budget:
+            group = plan[-1] if plan and isinstance(plan[-1], list) else None
+            if size + 1 > budget:  # + 1: the line break between rows
                 label = (*row.section_path, row_label(row, row))
-                pieces += self._pieces(row, row.text.strip(), size, path=label)
-            elif size:
+                plan += self._pieces(row, row.text.strip(), size, path=label)
+            elif group is not None and used + size + 1 <= budget:
                 group.append(row)
                 used += size + 1
-        if group:
-            pieces.append(self._row_piece(group, header))
-        return pieces
+            elif size:
+                plan.append([row])
+                used = size + 1
+        return self._row_pieces(plan, header)
 
-    def _row_piece(self, group: list[Section], header: str) -> _Piece:
-        text = "\n".join([header] * bool(header) + [row.text.strip() for row in group])
-        [size] = self._count([text])
-        path = (*group[0].section_path, row_label(group[0], group[-1]))
-        return _Piece(text, size, None, path)
+    def _row_pieces(self, plan: list[list[Section] | _Piece], header: str) -> list[_Piece]:
+        """The planned groups as pieces, their tokens counted in one batch."""
+        texts = [
+            "\n".join([header] * bool(header) + [row.text.strip() for row in item])
+            for item in plan
+            if isinstance(item, list)
+        ]
+        sizes = iter(zip(texts, self._count(texts), strict=True))
+        pieces = []
+        for item in plan:
+            if isinstance(item, list):
+                text, size = next(sizes)
+                path = (*item[0].section_path, row_label(item[0], item[-1]))
+                pieces.append(_Piece(text, size, None, path))
+            else:
+                pieces.append(item)
+        return pieces
 
     def _count(self, texts: list[str]) -> list[int]:
         encodings = self._tokenizer.encode_batch(texts, add_special_tokens=False)

@@ -7,8 +7,9 @@ import time
 
 import pytest
 
+from app.embeddings.local import default_tokenizer_path
 from app.errors import AppError, PayloadTooLarge, Unprocessable, UnsupportedMediaType
-from app.ingest.chunking import Chunker
+from app.ingest.chunking import Chunker, load_tokenizer
 from app.ingest.parsing import ParsedDocument, SourceType, parse_bytes, sniff_source_type
 from app.ingest.parsing.limits import ParseLimits
 from tests.conftest import small_chunker
@@ -213,6 +214,18 @@ def test_chunks_of_a_sheet_hold_whole_rows_and_say_which() -> None:
     assert covered == list(range(2, 122))  # every row once, in order
     [notes] = [d for d in drafts if d.section_path[0] == "Notes"]
     assert notes.section_path == ("Notes", "row 3")
+
+
+def test_a_header_too_long_to_repeat_is_a_chunk_of_its_own() -> None:
+    parsed = _parsed(xlsx_bytes(rows=3))
+    tiny = Chunker(load_tokenizer(default_tokenizer_path()), chunk_tokens=14, overlap_tokens=0)
+    drafts = [d for d in tiny.split(parsed) if d.section_path[0] == "Inventory"]
+    assert drafts[0].section_path == ("Inventory",)  # 8 tokens: more than half of 14
+    assert drafts[0].content == "Animal | Count | Checked | Keeper notes"
+    rows = [d.section_path[1] for d in drafts[1:]]  # each row longer than a chunk: cut alone
+    assert sorted(set(rows)) == ["row 2", "row 3", "row 4"]
+    assert rows == sorted(rows)
+    assert not any(d.content.startswith("Animal |") for d in drafts[1:])
 
 
 @pytest.mark.parametrize(

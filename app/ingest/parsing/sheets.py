@@ -25,6 +25,7 @@ from app.ingest.parsing.model import ParsedDocument, Section, document
 from app.ingest.parsing.zipped import vetted
 
 CELL_SEPARATOR = " | "
+HEADER_MAX_CHARS = 400  # a longer first row is data, not a header to repeat
 Value = object
 
 
@@ -101,8 +102,10 @@ def row_text(values: Sequence[Value]) -> str:
 
 
 def _is_header(values: Sequence[Value]) -> bool:
+    """Two or more cells, all text, short enough to repeat above every chunk."""
     filled = [value for value in values if value is not None and value != ""]
-    return len(filled) > 1 and all(isinstance(value, str) for value in filled)
+    short = sum(len(str(value)) for value in filled) <= HEADER_MAX_CHARS
+    return short and len(filled) > 1 and all(isinstance(value, str) for value in filled)
 
 
 def _cell(value: Value) -> str:
