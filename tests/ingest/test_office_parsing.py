@@ -3,8 +3,11 @@ rows), how a ZIP is recognised by its members, and the containers built to hurt 
 
 from __future__ import annotations
 
+import datetime as dt
+import io
 import time
 
+import openpyxl
 import pytest
 
 from app.embeddings.local import default_tokenizer_path
@@ -193,6 +196,22 @@ def test_sheet_rows_are_numbered_as_excel_numbers_them_under_their_header() -> N
         )
         for number in range(3)
     ] + [(("Notes",), 3, "", " | The chameleon enclosure closes in May.")]
+
+
+def test_cells_read_as_excel_shows_them() -> None:
+    book = openpyxl.Workbook()
+    sheet = book.active
+    assert sheet is not None
+    sheet.title = "Types"
+    moment = dt.datetime(2024, 5, 2, 13, 30)
+    sheet.append([True, 1.5, 3, moment, dt.time(8, 15), "=1+1", "two\nlines", None, None])
+    sheet["B3"] = 2.0
+    out = io.BytesIO()
+    book.save(out)
+    [first, second] = _parsed(out.getvalue()).sections
+    # a formula read without Excel has no value yet: an empty cell
+    assert first.text == "TRUE | 1.5 | 3 | 2024-05-02 13:30:00 | 08:15:00 |  | two lines"
+    assert (second.text, second.row) == (" | 2", 3)
 
 
 def test_chunks_of_a_sheet_hold_whole_rows_and_say_which() -> None:

@@ -1,65 +1,56 @@
 """Excel (.xlsx): each sheet's rows, one section per row, numbered as Excel numbers them.
 
-Read with openpyxl in read-only mode (rows stream from the sheet's XML; formulas give the value
-Excel last computed, which a file written by a program that never calculated lacks). A sheet's
-first non-empty row is its header when every cell in it is text: it is not a row section of
-its own but repeated at the top of each chunk of that sheet. The chunker packs consecutive rows
-into chunks whose section path is the sheet's name and the rows they hold (e.g. "Sales" and
-"rows 2-41", with an en dash). Every row the reader walks counts against `max_rows`, empty
-ones included: a sheet that runs to a millionth row is refused, not walked. Chart sheets hold
+The workbook is read from the vetted ZIP by workbook.py (lxml, with openpyxl's number formats
+and calendar): cells keep their types, dates read as ISO dates, and a formula reads as the
+value Excel last computed (which a file written by a program that never calculated lacks). A
+sheet's first non-empty row is its header when every cell in it is text: it is not a row
+section of its own but repeated at the top of each chunk of that sheet. The chunker packs
+consecutive rows into chunks whose section path is the sheet's name and the rows they hold
+(e.g. "Sales" and "rows 2-41", with an en dash). A workbook's sheets may run to `max_rows`
+rows together, empty rows included (a sheet's last row number is how far it runs): one that
+reaches a millionth row is refused as soon as the row is read, not walked. Chart sheets hold
 no rows and are skipped.
 """
 
 from __future__ import annotations
 
 import datetime as dt
-import io
 from collections.abc import Iterator, Sequence
 
-import openpyxl
-from openpyxl.worksheet._read_only import ReadOnlyWorksheet
+from lxml import etree
 
 from app.errors import PayloadTooLarge, Unprocessable
 from app.ingest.parsing.limits import ParseLimits, too_many_chars
 from app.ingest.parsing.model import ParsedDocument, Section, document
+from app.ingest.parsing.workbook import Value, Workbook, open_workbook, rows
 from app.ingest.parsing.zipped import vetted
 
 CELL_SEPARATOR = " | "
 HEADER_MAX_CHARS = 400  # a longer first row is data, not a header to repeat
-Value = object
 
 
 def parse_xlsx(data: bytes, limits: ParseLimits) -> ParsedDocument:
     """Row sections of every worksheet, in the workbook's order; the title is the workbook's
     Title property (none otherwise: the first chunk's text would be a header row)."""
-    vetted(data, limits).close()
-    try:
-        book = openpyxl.load_workbook(io.BytesIO(data), read_only=True, data_only=True)
-    except Exception as exc:  # openpyxl raises KeyError, ValueError … on broken packages
-        raise Unprocessable(f"the Excel file could not be read (corrupt?): {exc}") from None
-    try:
-        sections = list(_sections(book.worksheets, limits))
-        title = (book.properties.title or "").strip()
-    except (Unprocessable, PayloadTooLarge):
-        raise
-    except Exception as exc:
-        raise Unprocessable(f"the Excel file could not be read (corrupt?): {exc}") from None
-    finally:
-        book.close()
+    with vetted(data, limits) as archive:
+        try:
+            book = open_workbook(archive, limits)
+            sections = list(_sections(book, limits))
+        except (etree.XMLSyntaxError, KeyError, ValueError) as exc:
+            raise Unprocessable(f"the Excel file could not be read (corrupt?): {exc}") from None
     if not sections:
         raise Unprocessable("the workbook has no text: every sheet is empty")
-    return document(title or None, sections)
+    return document(book.title, sections)
 
 
 class _Budget:
-    """Rows walked and characters kept, across the workbook."""
+    """Rows the sheets run to and characters kept, across the workbook."""
 
     def __init__(self, limits: ParseLimits) -> None:
-        self.limits, self.rows, self.chars = limits, 0, 0
+        self.limits, self.rows_before, self.chars = limits, 0, 0
 
-    def row(self) -> None:
-        self.rows += 1
-        if self.rows > self.limits.max_rows:
+    def reached(self, row: int) -> None:
+        if self.rows_before + row > self.limits.max_rows:
             raise _too_many_rows(self.limits)
 
     def text(self, text: str) -> None:
@@ -68,29 +59,28 @@ class _Budget:
             raise too_many_chars(self.limits)
 
 
-def _sections(sheets: Sequence[object], limits: ParseLimits) -> Iterator[Section]:
+def _sections(book: Workbook, limits: ParseLimits) -> Iterator[Section]:
     budget = _Budget(limits)
-    for sheet in sheets:
-        if isinstance(sheet, ReadOnlyWorksheet):  # chart sheets hold no rows
-            yield from _sheet(sheet, budget)
+    for name, member in book.sheets:
+        yield from _sheet(book, name, member, budget)
 
 
-def _sheet(sheet: ReadOnlyWorksheet, budget: _Budget) -> Iterator[Section]:
-    sheet.reset_dimensions()  # never trust the declared size: it can claim a million rows
+def _sheet(book: Workbook, name: str, member: str, budget: _Budget) -> Iterator[Section]:
     header: tuple[int, str] | None = None
-    data_rows = 0
-    for number, values in enumerate(sheet.values, start=1):  # padded: gaps are rows too
-        budget.row()
+    data_rows = last = 0
+    for last, values in rows(book, member):
+        budget.reached(last)
         if not (text := row_text(values)):
             continue
         budget.text(text)
         if header is None and not data_rows and _is_header(values):
-            header = (number, text)
+            header = (last, text)
             continue
         data_rows += 1
-        yield Section(text, (sheet.title,), None, number, header[1] if header else "")
+        yield Section(text, (name,), None, last, header[1] if header else "")
+    budget.rows_before += last
     if header is not None and not data_rows:  # a sheet of headings alone: that is its text
-        yield Section(header[1], (sheet.title,), None, header[0])
+        yield Section(header[1], (name,), None, header[0])
 
 
 def row_text(values: Sequence[Value]) -> str:

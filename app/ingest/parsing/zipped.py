@@ -13,7 +13,7 @@ vetted before a format reader sees it:
    that lies about its size is corrupt: 422);
 4. each XML member is walked as it streams in (xmlsafe.py): nesting, entity expansion.
 
-The readers (python-docx, python-pptx, openpyxl, lxml) then open what was vetted.
+The readers (python-docx, python-pptx, lxml) then open what was vetted.
 """
 
 from __future__ import annotations
