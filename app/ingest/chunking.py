@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from semantic_text_splitter import TextSplitter
@@ -19,6 +19,26 @@ class _Piece:
     tokens: int
     page_number: int | None
     section_path: tuple[str, ...]
+
+
+@dataclass(slots=True)
+class _Group:
+    """Rows of one sheet on their way into a chunk, under the sheet's header."""
+
+    header: str
+    tokens: int
+    rows: list[Section] = field(default_factory=list)
+
+    def add(self, row: Section, tokens: int) -> None:
+        self.rows.append(row)
+        self.tokens += tokens + 1
+
+    def piece(self) -> list[_Piece]:
+        if not self.rows:
+            return []
+        text = "\n".join([self.header] * bool(self.header) + [r.text.strip() for r in self.rows])
+        path = (*self.rows[0].section_path, row_label(self.rows[0], self.rows[-1]))
+        return [_Piece(text, self.tokens, None, path)]
 
 
 @dataclass(frozen=True, slots=True)
@@ -91,45 +111,28 @@ class Chunker:
     def _rows(self, rows: list[Section], sizes: list[int]) -> list[_Piece]:
         """Whole rows packed into chunks under the sheet's header, each chunk's path the
         sheet's with the rows it holds (`row_label`); a row longer than a chunk is cut alone
-        ("row 7"). A header too long to repeat (over half a chunk) is a chunk of its own."""
+        ("row 7"). A header too long to repeat (over half a chunk) is a chunk of its own.
+        A chunk's tokens are its rows' and its header's counts plus one per line break: the
+        budget it was packed to (the model's tokenizer counts a line break as none or one)."""
         header = rows[0].header
         [header_size] = self._count([header]) if header else [0]
-        plan: list[list[Section] | _Piece] = []  # groups of rows, or pieces of a long row
+        pieces: list[_Piece] = []
         if header_size > self._chunk_tokens // 2:
-            plan += self._pieces(rows[0], header, header_size, path=(*rows[0].section_path,))
+            pieces += self._pieces(rows[0], header, header_size, path=(*rows[0].section_path,))
             header, header_size = "", 0
-        budget = self._chunk_tokens - header_size
-        used = 0
+        group = _Group(header, header_size)
         for row, size in zip(rows, sizes, strict=True):
-            group = plan[-1] if plan and isinstance(plan[-1], list) else None
-            if size + 1 > budget:  # + 1: the line break between rows
+            if size + 1 + header_size > self._chunk_tokens:  # + 1: the line break before it
+                pieces += group.piece()
+                group = _Group(header, header_size)
                 label = (*row.section_path, row_label(row, row))
-                plan += self._pieces(row, row.text.strip(), size, path=label)
-            elif group is not None and used + size + 1 <= budget:
-                group.append(row)
-                used += size + 1
+                pieces += self._pieces(row, row.text.strip(), size, path=label)
             elif size:
-                plan.append([row])
-                used = size + 1
-        return self._row_pieces(plan, header)
-
-    def _row_pieces(self, plan: list[list[Section] | _Piece], header: str) -> list[_Piece]:
-        """The planned groups as pieces, their tokens counted in one batch."""
-        texts = [
-            "\n".join([header] * bool(header) + [row.text.strip() for row in item])
-            for item in plan
-            if isinstance(item, list)
-        ]
-        sizes = iter(zip(texts, self._count(texts), strict=True))
-        pieces = []
-        for item in plan:
-            if isinstance(item, list):
-                text, size = next(sizes)
-                path = (*item[0].section_path, row_label(item[0], item[-1]))
-                pieces.append(_Piece(text, size, None, path))
-            else:
-                pieces.append(item)
-        return pieces
+                if group.tokens + size + 1 > self._chunk_tokens:
+                    pieces += group.piece()
+                    group = _Group(header, header_size)
+                group.add(row, size)
+        return pieces + group.piece()
 
     def _count(self, texts: list[str]) -> list[int]:
         encodings = self._tokenizer.encode_batch(texts, add_special_tokens=False)
