@@ -23,7 +23,7 @@ from app.embeddings.local import default_tokenizer_path
 from app.errors import ServiceUnavailable
 from app.ingest.chunking import Chunker, load_tokenizer
 from app.ingest.parsing import ParseLimits, Parser
-from app.ingest.parsing.sandbox import PdfSandbox
+from app.ingest.parsing.sandbox import FileSandbox
 from app.permissions import EVERY_DOCUMENT, Readers
 from app.ratelimit import RateLimiter, build_rate_limiter
 from app.retrieval.access import AccessCounter, flushing
@@ -151,13 +151,17 @@ def parse_limits(settings: Settings) -> ParseLimits:
         max_pages=settings.parse_max_pages,
         max_chars=settings.parse_max_chars,
         max_inflated_bytes=settings.parse_max_inflated_bytes,
+        max_unzipped_bytes=settings.parse_max_unzipped_bytes,
+        max_rows=settings.parse_max_rows,
+        max_xml_depth=settings.parse_max_xml_depth,
     )
 
 
 @contextmanager
 def sandboxed_parser(settings: Settings) -> Iterator[Parser]:
-    """The parser of the service and the job workers: PDFs in killable worker processes."""
-    sandbox = PdfSandbox(settings.parse_workers)
+    """The parser of the service and the job workers: PDFs and the other binary formats in
+    killable worker processes."""
+    sandbox = FileSandbox(settings.parse_workers)
     try:
         yield Parser(parse_limits(settings), sandbox)
     finally:

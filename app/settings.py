@@ -177,12 +177,15 @@ class Settings(BaseSettings):
     http_keepalive_seconds: float = Field(default=5.0, gt=0, le=3600)  # idle between requests
     batch_max_documents: int = Field(default=100, ge=1)
     # what one document may cost to parse (app/ingest/parsing/limits.py)
-    parse_seconds: float = Field(default=5.0, gt=0)  # PDFs: budget = this + per MB sent
+    parse_seconds: float = Field(default=5.0, gt=0)  # files: budget = this + per MB sent
     parse_seconds_per_mb: float = Field(default=10.0, ge=0)
     parse_max_pages: int = Field(default=5_000, ge=1)
     parse_max_chars: int = Field(default=10_000_000, ge=1)
-    parse_max_inflated_bytes: int = Field(default=32 * 1024 * 1024, ge=1024)
-    parse_workers: int = Field(default=1, ge=1, le=64)  # processes reading PDFs
+    parse_max_inflated_bytes: int = Field(default=32 * 1024 * 1024, ge=1024)  # per stream/member
+    parse_max_unzipped_bytes: int = Field(default=256 * 1024 * 1024, ge=1024)  # a whole ZIP
+    parse_max_rows: int = Field(default=200_000, ge=1)  # a workbook's rows, empty ones included
+    parse_max_xml_depth: int = Field(default=128, ge=8, le=10_000)
+    parse_workers: int = Field(default=1, ge=1, le=64)  # processes reading PDFs, Office files
 
     # ingestion jobs (docs/JOBS.md)
     job_workers: int = Field(default=1, ge=0, le=64)  # in-process workers of `rag serve`

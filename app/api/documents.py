@@ -110,14 +110,20 @@ async def create_documents(
 @router.post(
     "/upload",
     status_code=201,
-    summary="Ingest a file (PDF, markdown, HTML, text)",
+    summary="Ingest a file (PDF, Word, PowerPoint, Excel, EPUB, ODT, markdown, HTML, text)",
     responses={200: {"model": IngestOut, "description": "Unchanged"}, **WITH_BODY, **errors(415)},
 )
 async def upload_document(
     caller: IngestCaller,
     resources: ResourcesDep,
     response: Response,
-    file: Annotated[UploadFile, File(description="PDF, markdown, HTML or text.")],
+    file: Annotated[
+        UploadFile,
+        File(
+            description="PDF, Word (.docx), PowerPoint (.pptx), Excel (.xlsx), EPUB, "
+            "OpenDocument text (.odt), markdown, HTML or text."
+        ),
+    ],
     title: Annotated[Title | None, Form()] = None,
     external_id: Annotated[ExternalId | None, Form()] = None,
     collection: Annotated[CollectionName, Form()] = DEFAULT_COLLECTION,
@@ -131,7 +137,12 @@ async def upload_document(
         ),
     ] = None,
 ) -> IngestOut:
-    """Ingest a file; its type is sniffed from the content, not trusted from the name."""
+    """Ingest a file; its type is sniffed from the content, not trusted from the name (a ZIP
+    by its members). Citations keep the file's structure: PDF pages and slides are
+    `page_number`s; headings (Word, ODT, EPUB chapters, markdown, HTML), a slide's title and a
+    sheet's name with the rows a chunk holds are its `section`. Legacy .doc/.ppt/.xls files
+    are 415: save them in the current format. A file that would cost too much to read is
+    413/422 naming the limit (`limit` in the problem)."""
     data = await read_capped(file, resources.settings.upload_max_bytes)
     source_type = sniff_source_type(data, filename=file.filename, declared=file.content_type)
     document = DocumentInput(

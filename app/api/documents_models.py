@@ -125,7 +125,12 @@ class DocumentIn(Strict):
     content: Annotated[str, StringConstraints(min_length=1, max_length=5_000_000)]
     external_id: ExternalId | None = None
     collection: CollectionName = DEFAULT_COLLECTION
-    source_type: SourceType = SourceType.TEXT
+    source_type: SourceType = Field(
+        SourceType.TEXT,
+        description="How `content` is parsed: text, markdown or html. The file formats (pdf, "
+        "docx, pptx, xlsx, epub, odt) are uploaded as files (POST /api/rag/documents/upload) "
+        "and are 415 here, unless precomputed `chunks` are given (nothing is parsed then).",
+    )
     source_url: Url | None = None
     metadata: Metadata = {}
     chunks: Annotated[list[ChunkIn] | None, Field(min_length=1, max_length=10_000)] = None

@@ -44,7 +44,13 @@ _SUBMIT_BODY = {
                 "schema": {
                     "type": "object",
                     "properties": {
-                        "files": {"type": "array", "items": {"type": "string", "format": "binary"}},
+                        "files": {
+                            "type": "array",
+                            "items": {"type": "string", "format": "binary"},
+                            "description": "PDF, Word (.docx), PowerPoint (.pptx), Excel "
+                            "(.xlsx), EPUB, OpenDocument text (.odt), markdown, HTML or text; "
+                            "each sniffed by its content, a refused one fails alone.",
+                        },
                         "collection": {"type": "string"},
                         "source_url": {"type": "string"},
                         "metadata": {"type": "string", "description": "A JSON object."},
@@ -224,10 +230,10 @@ async def _form_inputs(form: FormData, settings: Settings) -> list[JobInput]:
             # --background` or the client): submitting the folder again updates it in place
             named = _valid(ExternalId, upload.filename, "files") if upload.filename else None
             own = {**fields, "external_id": fields["external_id"] or named}
-        except (
-            Unprocessable,
-            UnsupportedMediaType,
-        ) as error:  # recorded as this document's failure, the others still run
+        except (Unprocessable, UnsupportedMediaType, PayloadTooLarge) as error:
+            if isinstance(error, PayloadTooLarge) and not data:
+                raise  # the request's own limit; a ZIP's too many members fails the file alone
+            # recorded as this document's failure, the others still run
             source_type = "text"
             own = {**fields, "refused": {"status": error.status, "detail": error.detail}}
         inputs.append(JobInput(data, False, source_type, upload.filename, own))

@@ -61,7 +61,7 @@ class Range(Strict):
 
 
 class Filters(Strict):
-    source_types: Annotated[list[SourceType] | None, Field(max_length=4)] = None
+    source_types: Annotated[list[SourceType] | None, Field(max_length=len(SourceType))] = None
     document_ids: Annotated[list[uuid.UUID] | None, Field(max_length=1000)] = None
     metadata: Annotated[
         dict[MetadataKey, Range | Scalar | Annotated[list[Scalar], Field(min_length=1)]],
@@ -142,10 +142,18 @@ class ChunkOut(BaseModel):
     similarity: float = Field(description="1 - cosine distance to the query.")
     score: float = Field(description="The ranking score of the mode (RRF score in hybrid).")
     title: str
-    source_type: str
+    source_type: str = Field(
+        description="text, markdown, html, pdf, docx, pptx, xlsx, epub or odt."
+    )
     source_url: str | None
-    page_number: int | None
-    section: list[str]
+    page_number: int | None = Field(
+        description="The PDF page or PowerPoint slide (from 1); null for other formats."
+    )
+    section: list[str] = Field(
+        description="Where the chunk sits: its heading path (markdown, HTML, Word, ODT; an "
+        "EPUB chapter, then its headings), a slide's title, or a sheet's name and the rows "
+        'the chunk holds (["Sales", "rows 2\u201341"]).'
+    )
     chunk_index: int
     total_chunks: int
     metadata: dict[str, JsonValue]

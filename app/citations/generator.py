@@ -13,11 +13,13 @@ compact   ``[Title, p.3]``, ``[Title, pp.3,5]``, ``[Title]`` (no section, no URL
 
 Rules:
 - Numbers follow the first appearance of each document in the ranked input (1, 2, …).
-- Pages are the sorted, unique page numbers of the document's chunks ("Page 3", "Pages 3, 5").
+- Pages are the sorted, unique page numbers of the document's chunks ("Page 3", "Pages 3, 5");
+  a PowerPoint file's pages are its slides ("Slide 3", "Slides 3, 5"; compact keeps "p.3").
 - The section is the section path the document's chunks have in common (their longest common
   prefix), joined with " → "; chunks from unrelated sections give no section.
-- Source type labels: pdf → PDF, html → HTML, markdown → Markdown, text → Text; any other type
-  is upper-cased, an empty one is left out.
+- Source type labels: pdf → PDF, html → HTML, markdown → Markdown, text → Text, docx → Word,
+  pptx → PowerPoint, xlsx → Excel, epub → EPUB, odt → ODT; any other type is upper-cased, an
+  empty one is left out.
 - Titles have their whitespace collapsed (a newline would break the line); an empty title
   reads "Untitled". In a URL, spaces and parentheses are percent-encoded so the Markdown link
   holds.
@@ -35,7 +37,11 @@ from typing import Protocol
 from uuid import UUID
 
 SECTION_SEPARATOR = " → "
-SOURCE_TYPE_LABELS = {"pdf": "PDF", "html": "HTML", "markdown": "Markdown", "text": "Text"}
+SOURCE_TYPE_LABELS = {
+    **{"pdf": "PDF", "html": "HTML", "markdown": "Markdown", "text": "Text"},
+    **{"docx": "Word", "pptx": "PowerPoint", "xlsx": "Excel", "epub": "EPUB", "odt": "ODT"},
+}
+SLIDES = "pptx"  # the source type whose page numbers are slide numbers
 UNTITLED = "Untitled"
 
 
@@ -178,7 +184,9 @@ class CitationGenerator:
         if self.style is CitationStyle.COMPACT:
             return format_compact(title, pages)
         if self.style is CitationStyle.INLINE:
-            return format_inline(title, pages, section=section, source_url=source_url)
+            return format_inline(
+                title, pages, section=section, source_url=source_url, source_type=source_type
+            )
         text = format_numbered(
             title, pages, source_type=source_type, source_url=source_url, section=section
         )
@@ -197,7 +205,9 @@ def format_numbered(
     parts = [f"**{title}**"]
     type_label = source_type_label(source_type)
     if pages or not source_url:
-        locator = [part for part in (type_label, pages_text(pages)) if part]
+        locator = [
+            part for part in (type_label, pages_text(pages, source_type=source_type)) if part
+        ]
         if locator:
             parts.append(f"({', '.join(locator)})")
     if source_url:
@@ -208,10 +218,16 @@ def format_numbered(
 
 
 def format_inline(
-    title: str, pages: Sequence[int], *, section: tuple[str, ...], source_url: str | None
+    title: str,
+    pages: Sequence[int],
+    *,
+    section: tuple[str, ...],
+    source_url: str | None,
+    source_type: str = "",
 ) -> str:
     """``Title: Page 3; A → B (url)``."""
-    details = [part for part in (pages_text(pages), SECTION_SEPARATOR.join(section)) if part]
+    located = pages_text(pages, source_type=source_type)
+    details = [part for part in (located, SECTION_SEPARATOR.join(section)) if part]
     text = f"{title}: {'; '.join(details)}" if details else title
     return f"{text} ({_link_target(source_url)})" if source_url else text
 
@@ -225,11 +241,12 @@ def format_compact(title: str, pages: Sequence[int]) -> str:
     return f"[{title}, pp.{','.join(map(str, pages))}]"
 
 
-def pages_text(pages: Sequence[int]) -> str:
-    """``Page 3``, ``Pages 3, 5`` or ``""``."""
+def pages_text(pages: Sequence[int], *, source_type: str = "") -> str:
+    """``Page 3``, ``Pages 3, 5`` (``Slide 3`` … for a presentation) or ``""``."""
     if not pages:
         return ""
-    word = "Page" if len(pages) == 1 else "Pages"
+    word = "Slide" if source_type.strip().lower() == SLIDES else "Page"
+    word += "" if len(pages) == 1 else "s"
     return f"{word} {', '.join(map(str, pages))}"
 
 

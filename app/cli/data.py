@@ -66,7 +66,8 @@ def ingest(
         ),
     ] = False,
 ) -> None:
-    """Ingest files (PDF, markdown, HTML, text); exit status 1 when any file failed.
+    """Ingest files (PDF, Word, PowerPoint, Excel, EPUB, ODT, markdown, HTML, text); exit
+    status 1 when any file failed.
 
     A file's external id is its path relative to the folder given, so ingesting again updates
     the same documents. With --url the files are sent to the service.

@@ -7,6 +7,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 SKIPPED_NAMES = {".git", ".venv", "node_modules", "__pycache__"}
+# Word, PowerPoint and Excel leave a small lock file named "~$" + the document's name beside an
+# open document: it is no document (LibreOffice's ".~lock.…#" is hidden already).
+OFFICE_LOCK_PREFIX = "~$"
 
 
 @dataclass(frozen=True, slots=True)
@@ -17,8 +20,10 @@ class SourceFile:
 
 
 def collect(paths: Iterable[Path]) -> list[SourceFile]:
-    """The files named, and every file below the folders named (hidden ones skipped). The
-    external id is the path relative to the folder given, so ingesting again updates the
+    """The files named, and every file below the folders named (hidden ones and Office lock
+    files skipped), whatever their extension: the service tells a file's type by its content
+    (PDF, Word, PowerPoint, Excel, EPUB, ODT, markdown, HTML, text) and refuses the others.
+    The external id is the path relative to the folder given, so ingesting again updates the
     same documents, from whichever machine or directory it runs."""
     found: list[SourceFile] = []
     for path in paths:
@@ -27,6 +32,7 @@ def collect(paths: Iterable[Path]) -> list[SourceFile]:
                 _source(file, file.relative_to(path).as_posix())
                 for file in sorted(path.rglob("*"))
                 if file.is_file()
+                and not file.name.startswith(OFFICE_LOCK_PREFIX)
                 and not any(
                     part.startswith(".") or part in SKIPPED_NAMES
                     for part in file.relative_to(path).parts

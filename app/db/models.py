@@ -131,7 +131,11 @@ class Document(TenantOwned, Base):
             ["collections.tenant_id", "collections.id"],
             ondelete="CASCADE",
         ),
-        CheckConstraint("source_type in ('text', 'markdown', 'html', 'pdf')", name="source_type"),
+        CheckConstraint(  # migration 0011: the Office, EPUB and ODT types
+            "source_type in ('text', 'markdown', 'html', 'pdf', 'docx', 'pptx', 'xlsx', 'epub',"
+            " 'odt')",
+            name="source_type",
+        ),
         Index(None, "tenant_id", "created_at"),
         Index(None, "access", postgresql_using="gin"),
         # migration 0009: a tenant's unrestricted documents (the policy's `access = '{}'`

@@ -2,13 +2,43 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from semantic_text_splitter import TextSplitter
 from tokenizers import Tokenizer
 
 from app.ingest.parsing import ParsedDocument, Section
+
+RANGE_DASH = "\N{EN DASH}"
+
+
+@dataclass(frozen=True, slots=True)
+class _Piece:
+    text: str
+    tokens: int
+    page_number: int | None
+    section_path: tuple[str, ...]
+
+
+@dataclass(slots=True)
+class _Group:
+    """Rows of one sheet on their way into a chunk, under the sheet's header."""
+
+    header: str
+    tokens: int
+    rows: list[Section] = field(default_factory=list)
+
+    def add(self, row: Section, tokens: int) -> None:
+        self.rows.append(row)
+        self.tokens += tokens + 1
+
+    def piece(self) -> list[_Piece]:
+        if not self.rows:
+            return []
+        text = "\n".join([self.header] * bool(self.header) + [r.text.strip() for r in self.rows])
+        path = (*self.rows[0].section_path, row_label(self.rows[0], self.rows[-1]))
+        return [_Piece(text, self.tokens, None, path)]
 
 
 @dataclass(frozen=True, slots=True)
@@ -25,7 +55,9 @@ class Chunker:
 
     Chunks hold at most `chunk_tokens` tokens (no special tokens) and neighbours share up to
     `overlap_tokens`; cuts fall between paragraphs, else sentences, else words, never inside a
-    word unless a single word is longer than a chunk. CPU-bound: call it from a worker thread.
+    word unless a single word is longer than a chunk. A sheet's rows are the exception: they
+    are packed together, whole rows, into chunks that say which rows they hold.
+    CPU-bound: call it from a worker thread.
     """
 
     def __init__(
@@ -40,30 +72,82 @@ class Chunker:
         )
 
     def split(self, parsed: ParsedDocument) -> list[ChunkDraft]:
-        texts = [section.text.strip() for section in parsed.sections]
-        pieces: list[tuple[Section, str, int]] = []
-        for section, text, size in zip(parsed.sections, texts, self._count(texts), strict=True):
-            if 0 < size <= self._chunk_tokens:  # most sections: no need for the slow splitter
-                pieces.append((section, text, size))
-            elif size:
-                chunks = [chunk for chunk in self._splitter.chunks(text) if chunk.strip()]
-                pieces += [  # a piece of only what the tokenizer ignores (U+200B …) is no chunk
-                    (section, c, n) for c, n in zip(chunks, self._count(chunks), strict=True) if n
-                ]
+        sections = parsed.sections
+        texts = [section.text.strip() for section in sections]
+        sizes = self._count(texts)
+        pieces: list[_Piece] = []
+        start = 0
+        while start < len(sections):
+            end = start + 1
+            if sections[start].row is not None:  # a run of one sheet's rows: packed together
+                while end < len(sections) and _same_sheet(sections[start], sections[end]):
+                    end += 1
+                pieces += self._rows(sections[start:end], sizes[start:end])
+            else:
+                pieces += self._pieces(sections[start], texts[start], sizes[start])
+            start = end
         return [
-            ChunkDraft(
-                content=text,
-                chunk_index=index,
-                page_number=section.page_number,
-                section_path=section.section_path,
-                token_count=count,
-            )
-            for index, (section, text, count) in enumerate(pieces)
+            ChunkDraft(piece.text, index, piece.page_number, piece.section_path, piece.tokens)
+            for index, piece in enumerate(pieces)
         ]
+
+    def _pieces(
+        self, section: Section, text: str, size: int, *, path: tuple[str, ...] | None = None
+    ) -> list[_Piece]:
+        """One section's text as one piece, or cut by the splitter when it is too long;
+        `path` replaces the section's own."""
+        path = section.section_path if path is None else path
+        if 0 < size <= self._chunk_tokens:  # most sections: no need for the slow splitter
+            return [_Piece(text, size, section.page_number, path)]
+        if not size:
+            return []
+        chunks = [chunk for chunk in self._splitter.chunks(text) if chunk.strip()]
+        return [  # a piece of only what the tokenizer ignores (U+200B …) is no chunk
+            _Piece(c, n, section.page_number, path)
+            for c, n in zip(chunks, self._count(chunks), strict=True)
+            if n
+        ]
+
+    def _rows(self, rows: list[Section], sizes: list[int]) -> list[_Piece]:
+        """Whole rows packed into chunks under the sheet's header, each chunk's path the
+        sheet's with the rows it holds (`row_label`); a row longer than a chunk is cut alone
+        ("row 7"). A header too long to repeat (over half a chunk) is a chunk of its own.
+        A chunk's tokens are its rows' and its header's counts plus one per line break: the
+        budget it was packed to (the model's tokenizer counts a line break as none or one)."""
+        header = rows[0].header
+        [header_size] = self._count([header]) if header else [0]
+        pieces: list[_Piece] = []
+        if header_size > self._chunk_tokens // 2:
+            pieces += self._pieces(rows[0], header, header_size, path=(*rows[0].section_path,))
+            header, header_size = "", 0
+        group = _Group(header, header_size)
+        for row, size in zip(rows, sizes, strict=True):
+            if size + 1 + header_size > self._chunk_tokens:  # + 1: the line break before it
+                pieces += group.piece()
+                group = _Group(header, header_size)
+                label = (*row.section_path, row_label(row, row))
+                pieces += self._pieces(row, row.text.strip(), size, path=label)
+            elif size:
+                if group.tokens + size + 1 > self._chunk_tokens:
+                    pieces += group.piece()
+                    group = _Group(header, header_size)
+                group.add(row, size)
+        return pieces + group.piece()
 
     def _count(self, texts: list[str]) -> list[int]:
         encodings = self._tokenizer.encode_batch(texts, add_special_tokens=False)
         return [len(encoding.ids) for encoding in encodings]
+
+
+def row_label(first: Section, last: Section) -> str:
+    """ "row 7", or "rows 2", an en dash and "41": a range as it is printed."""
+    if first.row == last.row:
+        return f"row {first.row}"
+    return f"rows {first.row}{RANGE_DASH}{last.row}"
+
+
+def _same_sheet(a: Section, b: Section) -> bool:
+    return b.row is not None and (a.section_path, a.header) == (b.section_path, b.header)
 
 
 def embedded_text(*, title: str | None, section_path: tuple[str, ...], content: str) -> str:

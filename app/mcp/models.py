@@ -40,9 +40,11 @@ class SimilarDocument(BaseModel):
     content: str = Field(description="The chunk's text.")
     similarity: float = Field(description="Cosine similarity to the query (1 - cosine distance).")
     source_file: str = Field(description="The document's file name, else its title.")
-    source_type: str = Field(description="pdf, markdown, html or text.")
+    source_type: str = Field(
+        description="text, markdown, html, pdf, docx, pptx, xlsx, epub or odt."
+    )
     chunk_index: int = Field(description="Position of the chunk in its document, from 0.")
-    page_number: int | None = Field(description="PDF page the chunk starts on.")
+    page_number: int | None = Field(description="PDF page or PowerPoint slide of the chunk.")
     total_chunks: int = Field(description="Chunks in the document.")
     metadata: dict[str, JsonValue] = Field(description="The document's metadata.")
 

@@ -29,7 +29,7 @@ INVALID_BODIES: dict[str, tuple[dict[str, object], str]] = {
     "content-list": ({"content": ["ok"]}, "content"),
     "metadata-list": ({"content": "ok", "metadata": [1]}, "metadata"),
     "collection-empty": ({"content": "ok", "collection": ""}, "collection"),
-    "unknown-type": ({"content": "ok", "source_type": "docx"}, "source_type"),
+    "unknown-type": ({"content": "ok", "source_type": "rtf"}, "source_type"),
     "bad-url": ({"content": "ok", "source_url": "not a url"}, "source_url"),
     "unknown-field": ({"content": "ok", "colour": "red"}, "colour"),
     "missing-content": ({"title": "no body"}, "content"),

@@ -120,12 +120,31 @@ def test_missing_page_url_and_section_are_left_out() -> None:
 
 
 def test_unknown_source_type_is_upper_cased_and_empty_one_left_out() -> None:
-    docx = make_chunk(1, 1, "A", source_type="docx")
+    rtf = make_chunk(1, 1, "A", source_type="rtf")
     untyped = make_chunk(2, 2, "B", source_type="", page=4)
 
-    texts = [c.text for c in CitationGenerator().generate([docx, untyped])]
+    texts = [c.text for c in CitationGenerator().generate([rtf, untyped])]
 
-    assert texts == ["[1] **A** (DOCX)", "[2] **B** (Page 4)"]
+    assert texts == ["[1] **A** (RTF)", "[2] **B** (Page 4)"]
+
+
+def test_office_types_are_named_and_slides_are_slides() -> None:
+    chunks = [
+        make_chunk(1, 1, "Handbook", source_type="docx", section=("Safety",)),
+        make_chunk(2, 2, "Deck", source_type="pptx", page=3, section=("Roadmap",)),
+        make_chunk(3, 2, "Deck", source_type="pptx", page=5),
+        make_chunk(4, 3, "Stock", source_type="xlsx", section=("Inventory", "rows 2\u201341")),
+    ]
+
+    numbered = [c.text for c in CitationGenerator().generate(chunks)]
+    inline = [c.text for c in CitationGenerator(CitationStyle.INLINE).generate(chunks[1:2])]
+
+    assert numbered == [
+        "[1] **Handbook** (Word) _Safety_",
+        "[2] **Deck** (PowerPoint, Slides 3, 5)",
+        "[3] **Stock** (Excel) _Inventory \u2192 rows 2\u201341_",
+    ]
+    assert inline == ["Deck: Slide 3; Roadmap"]
 
 
 def test_sections_without_common_prefix_give_no_section() -> None:

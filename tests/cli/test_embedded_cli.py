@@ -16,6 +16,7 @@ from app.auth import TokenVerifier
 from app.db.embedded import TUNING_FILE
 from app.db.tuning import memory_bytes, shared_buffers_mb
 from app.settings import Settings, with_dev_jwt_secret
+from tests.ingest.office import docx_bytes, pptx_bytes, xlsx_bytes
 from tests.processes import free_port, wait_healthy
 
 RAG = [sys.executable, "-m", "app.cli.main"]
@@ -231,6 +232,23 @@ def test_ingest_and_search_a_folder(env: dict[str, str], tmp_path: Path) -> None
     gone = rag("documents", "show", bread_id, "--tenant", "docs-co", env=env)
     assert gone.returncode == 2
     assert "does not exist" in gone.stderr
+
+
+def test_ingest_a_folder_of_office_files(env: dict[str, str], tmp_path: Path) -> None:
+    assert rag("tenant", "create", "office-co", env=env).returncode == 0
+    folder = tmp_path / "office"
+    folder.mkdir()
+    (folder / "handbook.docx").write_bytes(docx_bytes())
+    (folder / "review.pptx").write_bytes(pptx_bytes())
+    (folder / "stock.xlsx").write_bytes(xlsx_bytes(rows=3))
+    (folder / "~$handbook.docx").write_bytes(b"\x05tester" + b"\x00" * 155)  # a lock file
+    done = rag("ingest", str(folder), "--tenant", "office-co", env=env)
+    assert done.returncode == 0, done.stdout + done.stderr
+    wide = {**env, "COLUMNS": "200"}
+    listed = rag("documents", "list", "--tenant", "office-co", env=wide)
+    for name in ("handbook.docx", "review.pptx", "stock.xlsx"):
+        assert name in listed.stdout
+    assert "~$handbook" not in listed.stdout
 
 
 def test_data_commands_refuse_an_unknown_tenant(env: dict[str, str]) -> None:

@@ -19,6 +19,7 @@ from rag_client import (
 )
 
 from tests.client.conftest import ADMIN_SCOPES, LiveService
+from tests.ingest.office import docx_bytes, pptx_bytes
 
 VOLCANO = "# Volcanoes\n\nMagma rises and erupts as lava from the volcano crater.\n"
 BREAD = "Knead the dough, let it rise, and bake the bread in a hot oven."
@@ -120,6 +121,19 @@ def test_batch_and_upload(rag: RagClient, tmp_path: Path) -> None:
     assert rag.get_document(uploaded.document_id).metadata == {"team": "geo"}
     from_bytes = rag.upload(b"plain words about rivers", filename="rivers.txt")
     assert from_bytes.created
+
+
+def test_office_files_upload_and_filter_by_their_types(rag: RagClient, tmp_path: Path) -> None:
+    deck = tmp_path / "review.pptx"
+    deck.write_bytes(pptx_bytes())
+    uploaded = rag.upload(deck)
+    assert rag.get_document(uploaded.document_id).source_type == SourceType.PPTX
+    rag.upload(docx_bytes(), filename="handbook.docx")
+    only_slides = Filters(source_types=[SourceType.PPTX])
+    hits = rag.search("chameleons", mode=SearchMode.KEYWORD, filters=only_slides).chunks
+    assert [(hit.source_type, hit.page_number, hit.section) for hit in hits] == [
+        (SourceType.PPTX, 2, ["Regional Figures"])
+    ]
 
 
 def test_admin_tenants_and_stats(live: LiveService) -> None:

@@ -37,7 +37,9 @@ def url_texts(alphabet: st.SearchStrategy[str]) -> st.SearchStrategy[str]:
 # Any URL the API accepts, and the awkward ones a library caller may pass (spaces, newlines …).
 api_urls = url_texts(st.characters()).filter(accepted_url)
 urls = st.none() | api_urls | odd_text(max_size=30)
-source_types = st.sampled_from(["pdf", "html", "markdown", "text", " PDF ", "docx", ""])
+source_types = st.sampled_from(
+    ["pdf", "html", "markdown", "text", " PDF ", "docx", "pptx", " PPTX ", "xlsx", "rtf", ""]
+)
 
 
 @st.composite

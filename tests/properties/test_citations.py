@@ -18,7 +18,10 @@ from tests.citations import Chunk
 from tests.properties import examples
 from tests.properties.hits import accepted_url, first_seen, ranked_chunks, url_texts
 
-TYPE_LABELS = {"pdf": "PDF", "html": "HTML", "markdown": "Markdown", "text": "Text"}
+TYPE_LABELS = {
+    **{"pdf": "PDF", "html": "HTML", "markdown": "Markdown", "text": "Text"},
+    **{"docx": "Word", "pptx": "PowerPoint", "xlsx": "Excel", "epub": "EPUB", "odt": "ODT"},
+}
 
 
 def collapsed(text: str) -> str:
@@ -54,10 +57,12 @@ def test_one_citation_per_document_numbered_by_first_appearance_with_merged_fiel
         assert citation.reference.startswith(f"[{citation.number}] ")
 
 
-def pages_text(pages: tuple[int, ...]) -> str:
+def pages_text(pages: tuple[int, ...], source_type: str) -> str:
+    """A presentation's pages are its slides."""
     if not pages:
         return ""
-    return ("Page " if len(pages) == 1 else "Pages ") + ", ".join(map(str, pages))
+    word = "Slide" if source_type.strip().lower() == "pptx" else "Page"
+    return (f"{word} " if len(pages) == 1 else f"{word}s ") + ", ".join(map(str, pages))
 
 
 def one_line(text: str) -> bool:
@@ -75,7 +80,8 @@ def assert_numbered_shape(citation: Citation, source_type: str) -> None:
     """``[1] **Title** (PDF, Pages 3, 5) [Source](url) _A → B_``, missing parts left out; the
     type and pages only when there are pages or no URL."""
     label = TYPE_LABELS.get(source_type.strip().lower(), source_type.strip().upper())
-    locator = ", ".join(part for part in (label, pages_text(citation.pages)) if part)
+    pages = pages_text(citation.pages, source_type)
+    locator = ", ".join(part for part in (label, pages) if part)
     parts = [f"**{citation.title}**"]
     if locator and (citation.pages or not citation.source_url):
         parts.append(f"({locator})")
@@ -86,10 +92,11 @@ def assert_numbered_shape(citation: Citation, source_type: str) -> None:
     assert citation.text == f"[{citation.number}] " + " ".join(parts)
 
 
-def assert_inline_shape(citation: Citation) -> None:
+def assert_inline_shape(citation: Citation, source_type: str) -> None:
     """``Title: Page 3; A → B (url)``."""
     section = SECTION_SEPARATOR.join(citation.section)
-    details = "; ".join(part for part in (pages_text(citation.pages), section) if part)
+    pages = pages_text(citation.pages, source_type)
+    details = "; ".join(part for part in (pages, section) if part)
     text = f"{citation.title}: {details}" if details else citation.title
     if citation.source_url:
         text += f" ({link_target(citation.source_url)})"
@@ -121,7 +128,7 @@ def test_citation_texts_keep_the_documented_shape_on_one_line(
             assert_numbered_shape(citation, first.source_type)
             assert citation.reference == citation.text
         elif style is CitationStyle.INLINE:
-            assert_inline_shape(citation)
+            assert_inline_shape(citation, first.source_type)
         else:
             assert_compact_shape(citation)
 

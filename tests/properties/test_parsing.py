@@ -37,7 +37,7 @@ def test_any_text_parses_into_storable_sections_or_is_refused(
 ) -> None:
     result = outcome(lambda: parse_text(text, source_type))
 
-    if source_type is SourceType.PDF:
+    if source_type.file_only:  # PDF, Word …: uploaded as files
         assert isinstance(result, UnsupportedMediaType)
     elif isinstance(result, ParsedDocument):
         assert_storable(result)

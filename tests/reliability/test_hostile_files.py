@@ -1,6 +1,7 @@
-"""Files built to cost a parser minutes or gigabytes (issue 14's reproductions): each is
-stopped within its budget and refused with what it exceeded, nothing is stored, and the
-service answers other requests while the file is being read."""
+"""Files built to cost a parser minutes or gigabytes (issue 14's reproductions, and Office
+containers that inflate, nest or run to a million rows): each is stopped within its budget
+and refused with what it exceeded, nothing is stored, and the service answers other
+requests while the file is being read."""
 
 from __future__ import annotations
 
@@ -17,6 +18,17 @@ from tests.api.test_upload import pdf_bytes, upload
 from tests.conftest import TenantClient, app_client, new_tenant
 from tests.fakes import WordHashEmbedder
 from tests.ingest.bombs import inflation_bomb, shared_stream_bomb
+from tests.ingest.office import docx_bytes, epub_bytes, xlsx_bytes
+from tests.ingest.office_bombs import (
+    crowded_docx,
+    deep_docx,
+    empty_rows_xlsx,
+    far_row_xlsx,
+    inflating_docx,
+    laughing_docx,
+    lying_docx,
+    spread_docx,
+)
 
 pytestmark = pytest.mark.slow
 BUDGET = 2.0  # seconds for a small file: the shared-stream bomb needs several times that
@@ -27,6 +39,7 @@ LIMITS = {
     "parse_max_pages": 20,
     "parse_max_chars": 2_000_000,  # the slow bomb's million characters pass: time stops it
     "parse_max_inflated_bytes": 1024 * 1024,
+    "parse_max_unzipped_bytes": 4 * 1024 * 1024,
 }
 
 
@@ -95,3 +108,56 @@ async def test_too_much_text_is_413_in_every_format(
         response = await http.post(DOCUMENTS, json=body, headers=tenant.headers)
         assert_problem(response, 413)
         assert await total(tenant) == 0
+
+
+async def test_a_zip_whose_members_inflate_past_the_limits_is_413(tenant: TenantClient) -> None:
+    one = await upload(tenant, "big.docx", inflating_docx(8 * 1024 * 1024))  # 45 KB sent
+    problem = assert_problem(one, 413)
+    assert (problem["limit"], problem["value"]) == ("max_inflated_bytes", 1024 * 1024)
+    assert "RAG_PARSE_MAX_INFLATED_BYTES" in problem["detail"]
+    together = assert_problem(await upload(tenant, "wide.docx", spread_docx(6, 900_000)), 413)
+    assert together["limit"] == "max_unzipped_bytes"
+    assert "RAG_PARSE_MAX_UNZIPPED_BYTES" in together["detail"]
+    crowded = assert_problem(await upload(tenant, "many.docx", crowded_docx(10_001)), 413)
+    assert crowded["limit"] == "max_members"
+    lying = assert_problem(await upload(tenant, "lies.docx", lying_docx(512 * 1024)), 422)
+    assert "could not be inflated" in lying["detail"]  # bytes past its declared size
+    assert await total(tenant) == 0
+    good = await upload(tenant, "handbook.docx", docx_bytes())  # the worker reads on
+    assert good.status_code == 201, good.text
+
+
+@pytest.mark.parametrize(
+    ("name", "data"),
+    [
+        ("deep.docx", deep_docx(10_000)),
+        ("deep.epub", epub_bytes(chapter_body="<div>" * 10_000 + "deep")),
+    ],
+)
+async def test_deeply_nested_xml_is_422_naming_the_limit(
+    tenant: TenantClient, name: str, data: bytes
+) -> None:
+    problem = assert_problem(await upload(tenant, name, data), 422)
+    assert (problem["limit"], problem["value"]) == ("max_xml_depth", 128)
+    assert "RAG_PARSE_MAX_XML_DEPTH" in problem["detail"]
+    assert await total(tenant) == 0
+
+
+async def test_entities_expanding_a_thousandfold_are_422(tenant: TenantClient) -> None:
+    problem = assert_problem(await upload(tenant, "lol.docx", laughing_docx()), 422)
+    assert "amplification" in problem["detail"]
+    assert await total(tenant) == 0
+
+
+async def test_a_million_empty_rows_is_413_with_the_default_limits(
+    settings: Settings, sessions: SessionMaker, embedder: WordHashEmbedder
+) -> None:
+    async with app_client(settings, sessions, embedder) as http:
+        tenant = await new_tenant(http, settings, sessions)
+        for name, data in [("empty.xlsx", empty_rows_xlsx()), ("far.xlsx", far_row_xlsx())]:
+            problem = assert_problem(await upload(tenant, name, data), 413)
+            assert (problem["limit"], problem["value"]) == ("max_rows", 200_000)
+            assert "RAG_PARSE_MAX_ROWS" in problem["detail"]
+        assert await total(tenant) == 0
+        good = await upload(tenant, "stock.xlsx", xlsx_bytes(rows=5))
+        assert good.status_code == 201, good.text

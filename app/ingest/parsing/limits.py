@@ -8,6 +8,13 @@ what was sent). With a sandbox (sandbox.py) the budget is enforced by killing th
 process that overruns it; without one (the command line's own files) the other limits still
 hold. Text, markdown and HTML parse in linear time and are bounded by the upload size and by
 `max_chars`.
+
+Word, PowerPoint, Excel, EPUB and ODT files are ZIP containers of XML, read in the same
+sandbox under the same budget: each member may inflate to `max_inflated_bytes`, all of them
+together to `max_unzipped_bytes` (declared sizes checked before anything is inflated, actual
+bytes counted while reading), no XML may nest deeper than `max_xml_depth` or declare entities,
+slides count as pages, and a workbook's sheets may hold `max_rows` rows, empty ones included
+(zipped.py, xmlsafe.py).
 """
 
 from __future__ import annotations
@@ -16,7 +23,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from app.errors import PayloadTooLarge
-from app.ingest.parsing.model import ParsedDocument
+from app.ingest.parsing.model import ParsedDocument, SourceType
 
 MB = 1024 * 1024
 
@@ -27,7 +34,10 @@ class ParseLimits:
     seconds_per_mb: float = 10.0
     max_pages: int = 5_000
     max_chars: int = 10_000_000
-    max_inflated_bytes: int = 32 * MB  # one PDF stream, decompressed
+    max_inflated_bytes: int = 32 * MB  # one PDF stream or one ZIP member, decompressed
+    max_unzipped_bytes: int = 256 * MB  # every member of a ZIP container, together
+    max_rows: int = 200_000  # rows of a workbook's sheets, empty ones included
+    max_xml_depth: int = 128  # nesting of any XML inside a container
 
     def budget(self, size_bytes: int) -> float:
         """Wall-clock seconds a file of `size_bytes` may take to parse."""
@@ -53,7 +63,10 @@ def too_many_chars(limits: ParseLimits) -> PayloadTooLarge:
     )
 
 
-class PdfReading(Protocol):
-    """Reads a PDF's bytes into sections under the limits (in a sandbox, or in process)."""
+class FileReading(Protocol):
+    """Reads a binary file (PDF, Word, PowerPoint, Excel, EPUB, ODT) into sections under the
+    limits, in a sandbox or in process."""
 
-    def __call__(self, data: bytes, limits: ParseLimits) -> ParsedDocument: ...
+    def __call__(
+        self, data: bytes, source_type: SourceType, limits: ParseLimits
+    ) -> ParsedDocument: ...

@@ -13,15 +13,45 @@ class SourceType(StrEnum):
     MARKDOWN = "markdown"
     HTML = "html"
     PDF = "pdf"
+    DOCX = "docx"
+    PPTX = "pptx"
+    XLSX = "xlsx"
+    EPUB = "epub"
+    ODT = "odt"
+
+    @property
+    def file_only(self) -> bool:
+        """Binary formats: they come as uploaded files, never as text in a JSON body."""
+        return self not in _TEXT_TYPES
+
+    @property
+    def label(self) -> str:
+        """What a person calls a file of this type: "PDF", "Word document" …"""
+        return _LABELS.get(self, self.value)
+
+
+_TEXT_TYPES = frozenset({SourceType.TEXT, SourceType.MARKDOWN, SourceType.HTML})
+_LABELS = {
+    SourceType.PDF: "PDF",
+    SourceType.DOCX: "Word document",
+    SourceType.PPTX: "PowerPoint presentation",
+    SourceType.XLSX: "Excel workbook",
+    SourceType.EPUB: "EPUB book",
+    SourceType.ODT: "OpenDocument text",
+}
 
 
 @dataclass(frozen=True, slots=True)
 class Section:
-    """A run of text under one heading path (markdown, HTML) or on one page (PDF)."""
+    """A run of text under one heading path (markdown, HTML, Word, EPUB, ODT), on one page
+    (PDF) or slide (PowerPoint), or one row of a sheet (Excel: `row` is its number, and the
+    chunker packs a sheet's consecutive rows into chunks that say which rows they hold)."""
 
     text: str
     section_path: tuple[str, ...]
     page_number: int | None
+    row: int | None = None
+    header: str = ""  # a sheet's header row, repeated at the top of each chunk of its rows
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,11 +1,12 @@
-"""PDFs read in worker processes that are killed when one overruns its budget.
+"""Files read in worker processes that are killed when one overruns its budget.
 
 A thread cannot be stopped, and a pure-Python parser holding the GIL slows the event loop
-too; a process can be killed. `PdfSandbox` keeps `workers` spawned processes (pebble's
-ProcessPool: a worker that overruns is killed and replaced), so a hostile upload costs at
-most one worker for `ParseLimits.budget(size)` seconds, the event loop and the other
-tenants' requests stay responsive meanwhile, and no more than `workers` cores ever parse
-PDFs at once (the next uploads wait for a free worker, within their own budget).
+too; a process can be killed. `FileSandbox` keeps `workers` spawned processes (pebble's
+ProcessPool: a worker that overruns is killed and replaced), so a hostile upload (a PDF, or a
+Word, PowerPoint, Excel, EPUB or ODT file) costs at most one worker for
+`ParseLimits.budget(size)` seconds, the event loop and the other tenants' requests stay
+responsive meanwhile, and no more than `workers` cores ever parse files at once (the next
+uploads wait for a free worker, within their own budget).
 """
 
 from __future__ import annotations
@@ -18,17 +19,19 @@ from concurrent.futures.process import BrokenProcessPool
 from pebble import ProcessExpired, ProcessPool
 
 from app.errors import ServiceUnavailable, Unprocessable
+from app.ingest.parsing.files import read_file
 from app.ingest.parsing.limits import ParseLimits
-from app.ingest.parsing.model import ParsedDocument
-from app.ingest.parsing.pdf import parse_pdf
+from app.ingest.parsing.model import ParsedDocument, SourceType
+
+_REPRINT = {SourceType.PDF: "; a PDF printed again from its source usually reads"}
 
 
-class PdfSandbox:
-    """A `PdfReading` that parses in killable worker processes; close() it when done."""
+class FileSandbox:
+    """A `FileReading` that parses in killable worker processes; close() it when done."""
 
     def __init__(self, workers: int = 1) -> None:
         self._workers = workers
-        self._pool: ProcessPool | None = None  # started by the first PDF
+        self._pool: ProcessPool | None = None  # started by the first file
         self._lock = threading.Lock()
 
     def _started(self) -> ProcessPool:
@@ -39,27 +42,28 @@ class PdfSandbox:
                 self._pool = ProcessPool(max_workers=self._workers, context=context)
             return self._pool
 
-    def __call__(self, data: bytes, limits: ParseLimits) -> ParsedDocument:
-        """Blocking (call it from a worker thread): the parsed PDF, or the error that stopped
+    def __call__(self, data: bytes, source_type: SourceType, limits: ParseLimits) -> ParsedDocument:
+        """Blocking (call it from a worker thread): the parsed file, or the error that stopped
         it, 422 when it overran its budget or killed its worker."""
         budget = limits.budget(len(data))
-        future = self._started().schedule(parse_pdf, args=(data, limits), timeout=budget)
+        kind = SourceType(source_type)
+        future = self._started().schedule(read_file, args=(data, kind, limits), timeout=budget)
         try:
             parsed: ParsedDocument = future.result()
         except FutureTimeout:
             raise Unprocessable(
-                f"reading the PDF took longer than its budget of {budget:.1f} s "
+                f"reading the {kind.label} took longer than its budget of {budget:.1f} s "
                 f"(RAG_PARSE_SECONDS {limits.seconds:g} s + RAG_PARSE_SECONDS_PER_MB "
                 f"{limits.seconds_per_mb:g} s per MB sent) and was stopped: the file is "
-                "malformed or built to be slow; a PDF printed again from its source usually reads",
+                f"malformed or built to be slow{_REPRINT.get(kind, '')}",
                 extra={"limit": "seconds", "value": round(budget, 3)},
             ) from None
         except ProcessExpired as exc:
             raise Unprocessable(
-                f"the PDF reader stopped on this file ({exc}): it is malformed"
+                f"the {kind.label} reader stopped on this file ({exc}): it is malformed"
             ) from None
         except (BrokenProcessPool, RuntimeError) as exc:  # stopped, or could not start one
-            raise ServiceUnavailable(f"no PDF reader process is available: {exc}") from exc
+            raise ServiceUnavailable(f"no file reader process is available: {exc}") from exc
         return parsed
 
     def close(self) -> None:

@@ -1,5 +1,6 @@
 """Which parser a file needs, judged by its bytes: a name or a declared type only picks among
-the text formats, so a `.pdf` name on text is text and a `.txt` name on a PNG is refused."""
+the text formats, so a `.pdf` name on text is text and a `.txt` name on a PNG is refused. A ZIP
+container is judged by its members (containers.py)."""
 
 from __future__ import annotations
 
@@ -8,13 +9,12 @@ import re
 from pathlib import PurePath
 
 from app.errors import UnsupportedMediaType
+from app.ingest.parsing.containers import SUPPORTED, container_type, legacy_office
 from app.ingest.parsing.model import SourceType
 
-_ZIP = "a ZIP archive (DOCX, XLSX, PPTX, ODT and EPUB files are ZIP archives too)"
+_ZIP_MAGIC = (b"PK\x03\x04", b"PK\x05\x06")
+_OLE_MAGIC = b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1"
 _MAGIC: tuple[tuple[bytes, str], ...] = (
-    (b"PK\x03\x04", _ZIP),
-    (b"PK\x05\x06", _ZIP),
-    (b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1", "a legacy Microsoft Office file (DOC, XLS, PPT)"),
     (b"{\\rtf", "an RTF document"),
     (b"%!PS", "a PostScript file"),
     (b"\x89PNG\r\n\x1a\n", "a PNG image"),
@@ -33,7 +33,6 @@ _MAGIC: tuple[tuple[bytes, str], ...] = (
     (b"OggS", "an Ogg media file"),
 )
 _RIFF = {b"WEBP": "a WebP image", b"WAVE": "a WAV audio file", b"AVI ": "an AVI video"}
-_SUPPORTED = "supported: PDF, HTML, markdown and plain text (UTF-8)"
 _SNIFF_BYTES = 8192
 _UTF16_BOMS = (codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)
 
@@ -56,7 +55,9 @@ _SUFFIXES = {
 
 
 def sniff_source_type(data: bytes, *, filename: str | None, declared: str | None) -> SourceType:
-    """PDF by its `%PDF-` magic; 415 for other binary formats (named when known) and NUL bytes.
+    """PDF by its `%PDF-` magic; a ZIP by its members (Word, PowerPoint, Excel, EPUB, ODT);
+    415 for other binary formats (named when known, legacy Office ones with what to convert
+    them to) and NUL bytes.
 
     Text is HTML when it starts like an HTML document; otherwise a declared type (`text/html`,
     `text/markdown`, with or without parameters) or the name's suffix (.html, .md …) decides;
@@ -64,6 +65,10 @@ def sniff_source_type(data: bytes, *, filename: str | None, declared: str | None
     """
     if data.startswith(b"%PDF-"):
         return SourceType.PDF
+    if data.startswith(_ZIP_MAGIC):
+        return container_type(data)
+    if data.startswith(_OLE_MAGIC):
+        raise legacy_office(data)
     _refuse_binary(data[:_SNIFF_BYTES])
     head = _head_text(data[:_SNIFF_BYTES])
     preamble = _PREAMBLE.match(head)
@@ -79,13 +84,13 @@ def sniff_source_type(data: bytes, *, filename: str | None, declared: str | None
 def _refuse_binary(head: bytes) -> None:
     for magic, what in _MAGIC:
         if head.startswith(magic):
-            raise UnsupportedMediaType(f"the file looks like {what}; {_SUPPORTED}")
+            raise UnsupportedMediaType(f"the file looks like {what}; {SUPPORTED}")
     if head[:4] == b"RIFF" and (media := _RIFF.get(head[8:12])):
-        raise UnsupportedMediaType(f"the file looks like {media}; {_SUPPORTED}")
+        raise UnsupportedMediaType(f"the file looks like {media}; {SUPPORTED}")
     if head[4:8] == b"ftyp":
-        raise UnsupportedMediaType(f"the file looks like an MP4/MOV/HEIC media file; {_SUPPORTED}")
+        raise UnsupportedMediaType(f"the file looks like an MP4/MOV/HEIC media file; {SUPPORTED}")
     if b"\x00" in head and not head.startswith(_UTF16_BOMS):
-        raise UnsupportedMediaType(f"the file holds binary data (NUL bytes); {_SUPPORTED}")
+        raise UnsupportedMediaType(f"the file holds binary data (NUL bytes); {SUPPORTED}")
 
 
 def _head_text(head: bytes) -> str:

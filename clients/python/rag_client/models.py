@@ -51,10 +51,17 @@ class CitationStyle(StrEnum):
 
 
 class SourceType(StrEnum):
+    """What a document was ingested from; the last six come only as uploaded files."""
+
     TEXT = "text"
     MARKDOWN = "markdown"
     HTML = "html"
     PDF = "pdf"
+    DOCX = "docx"
+    PPTX = "pptx"
+    XLSX = "xlsx"
+    EPUB = "epub"
+    ODT = "odt"
 
 
 # --- search ---------------------------------------------------------------------------------

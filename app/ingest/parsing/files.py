@@ -1,0 +1,31 @@
+"""The formats that only come as files, each read under the parse limits (limits.py); the
+service calls `read_file` in a killable worker process (sandbox.py)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from app.ingest.parsing.epub import parse_epub
+from app.ingest.parsing.limits import DEFAULT_LIMITS, ParseLimits
+from app.ingest.parsing.model import ParsedDocument, SourceType
+from app.ingest.parsing.odt import parse_odt
+from app.ingest.parsing.pdf import parse_pdf
+from app.ingest.parsing.sheets import parse_xlsx
+from app.ingest.parsing.slides import parse_pptx
+from app.ingest.parsing.word import parse_docx
+
+_READERS: dict[SourceType, Callable[[bytes, ParseLimits], ParsedDocument]] = {
+    SourceType.PDF: parse_pdf,
+    SourceType.DOCX: parse_docx,
+    SourceType.PPTX: parse_pptx,
+    SourceType.XLSX: parse_xlsx,
+    SourceType.EPUB: parse_epub,
+    SourceType.ODT: parse_odt,
+}
+
+
+def read_file(
+    data: bytes, source_type: SourceType, limits: ParseLimits = DEFAULT_LIMITS
+) -> ParsedDocument:
+    """A `FileReading` in this process: the wall-clock budget is the sandbox's to enforce."""
+    return _READERS[SourceType(source_type)](data, limits)
