@@ -9,7 +9,7 @@ from sqlalchemy import delete, func, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.admin.audit import Actor, record, tenant_snapshot
-from app.db.models import Document, Tenant
+from app.db.models import Collection, Document, Tenant
 from app.db.settings_sql import scope_message
 from app.errors import Conflict, Unprocessable
 from app.tenants import create_tenant, get_tenant
@@ -20,6 +20,7 @@ from app.usage import forget_tenant
 class TenantCounts:
     documents: int
     chunks: int
+    collections: int = 0
 
 
 async def tenant_page(
@@ -45,12 +46,16 @@ async def counts_of(session: AsyncSession, tenant_ids: Sequence[str]) -> dict[st
     every document of it, restricted ones included (the settings are transaction-local: they
     end with the caller's registry transaction, and are cleared here before it goes on)."""
     counts: dict[str, TenantCounts] = {}
-    stmt = select(func.count(Document.id), func.coalesce(func.sum(Document.chunk_count), 0))
+    stmt = select(
+        func.count(Document.id),
+        func.coalesce(func.sum(Document.chunk_count), 0),
+        select(func.count()).select_from(Collection).scalar_subquery(),
+    )
     for tenant_id in tenant_ids:
         scope = {"app.tenant_id": tenant_id, "app.all_documents": "on"}
         await (await session.connection()).exec_driver_sql(scope_message(None, scope))
-        documents, chunks = (await session.execute(stmt)).one()
-        counts[tenant_id] = TenantCounts(int(documents), int(chunks))
+        documents, chunks, collections = (await session.execute(stmt)).one()
+        counts[tenant_id] = TenantCounts(int(documents), int(chunks), int(collections))
     cleared = {"app.tenant_id": "", "app.all_documents": ""}
     await (await session.connection()).exec_driver_sql(scope_message(None, cleared))
     return counts

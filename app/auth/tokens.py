@@ -54,6 +54,7 @@ class Principal:
     subject: str
     scopes: frozenset[str]
     groups: frozenset[str] = frozenset()
+    expires_at: float | None = None  # the token's `exp` (seconds since the epoch)
 
     def has_scope(self, scope: str) -> bool:
         return scope in self.scopes
@@ -148,6 +149,7 @@ class TokenVerifier:
             subject=_required_string(claims, "sub"),
             scopes=_scopes(claims),
             groups=_groups(claims, self._groups_claim),
+            expires_at=_numeric_date(claims, "exp"),
         )
 
     def _candidates(self, algorithm: str, kid: object) -> list[VerificationKey]:
