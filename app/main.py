@@ -22,6 +22,7 @@ from app.api import (
     search,
     similar,
 )
+from app.api.console import install_console
 from app.api.docs import install_docs
 from app.api.middleware import BodyLimit, RateLimitHeaders
 from app.api.observe import Observe, RequestId
@@ -88,6 +89,7 @@ def create_app(settings: Settings | None = None, *, embedder: Embedder | None = 
     for module in (*routers, admin, mcp):
         app.include_router(module.router)
     install_docs(app)
+    install_console(app)
     install_openapi(app)
     return app
 
