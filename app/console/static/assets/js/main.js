@@ -61,7 +61,8 @@ function renderNav(current) {
 async function render({ focus = true } = {}) {
   if (!identity) return;
   running?.abort();
-  running = new AbortController();
+  const controller = new AbortController();
+  running = controller;
   const { section: name, id, query } = where();
   const fallback = SECTIONS.find(allowed) ?? SECTIONS[0];
   const section = SECTIONS.find((s) => s.path === name) ?? fallback;
@@ -70,11 +71,13 @@ async function render({ focus = true } = {}) {
   document.title = `${section.label} · RAG console`;
   fill(main, h('p', { class: 'loading' }, 'Loading…'));
   const reload = () => render({ focus: false });
-  const context = { id, query, identity, signal: running.signal, navigate, reload };
+  const context = { id, query, identity, signal: controller.signal, navigate, reload };
   try {
-    fill(main, await page.render(context));
+    const content = await page.render(context);
+    if (controller.signal.aborted) return; // left meanwhile, or signed out
+    fill(main, content);
   } catch (error) {
-    if (error?.name === 'AbortError') return;
+    if (error?.name === 'AbortError' || controller.signal.aborted) return;
     fill(main, h('h1', {}, section.label), h('div', { class: 'error', role: 'alert' }, describe(error)));
   }
   if (focus) (main.querySelector('h1') ?? main).focus?.();
