@@ -43,7 +43,7 @@ def test_sign_in_search_with_citations_and_sign_out(browser: Browser, console: C
         expect(first).to_contain_text("Backups run nightly")
         expect(first.locator("mark").first).to_have_text(re.compile("backups", re.I))
         expect(first).to_contain_text("Operations guide → Backups")
-        expect(first.get_by_role("link", name=re.compile("^example.com/ops"))).to_have_attribute(
+        expect(first.get_by_role("link", name=re.compile(r"^example\.com\/ops"))).to_have_attribute(
             "href", "https://example.com/ops"
         )
         first.get_by_role("button", name="More like this").click()

@@ -127,6 +127,11 @@ async function signIn() {
 
 onSignedOut((message) => renderSignIn(message));
 window.addEventListener('hashchange', () => render());
+// The skip link moves the focus without touching the hash (the hash is the router's).
+document.querySelector('.skip-link').addEventListener('click', (event) => {
+  event.preventDefault();
+  main.focus();
+});
 document.getElementById('sign-out').addEventListener('click', () => {
   forget();
   renderSignIn();
