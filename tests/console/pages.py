@@ -17,7 +17,10 @@ TIMEOUT_MS = 30_000
 AXE = Axe()
 # WCAG 2.1 A and AA and axe's best practices; serious and critical findings fail the test.
 AXE_OPTIONS = {
-    "runOnly": {"type": "tag", "values": ["wcag2a", "wcag2aa", "wcag21a", "wcag21aa", "best-practice"]},
+    "runOnly": {
+        "type": "tag",
+        "values": ["wcag2a", "wcag2aa", "wcag21a", "wcag21aa", "best-practice"],
+    },
     "resultTypes": ["violations"],
 }
 FAILING_IMPACTS = {"serious", "critical"}

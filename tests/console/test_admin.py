@@ -53,7 +53,9 @@ def test_an_admin_suspends_a_tenant_whose_console_is_then_refused(
         admin.get_by_role("link", name=tenant).click()
         expect(admin.get_by_role("heading", name=f"Tenant {tenant}")).to_be_visible()
         expect(admin.get_by_role("img", name=re.compile("^Searches per hour"))).to_be_visible()
-        expect(admin.get_by_role("img", name=re.compile("^Ingests per hour: 1 documents"))).to_be_visible()
+        expect(
+            admin.get_by_role("img", name=re.compile("^Ingests per hour: 1 documents"))
+        ).to_be_visible()
         admin.get_by_label("Tier", exact=True).select_option("pro")
         admin.get_by_role("button", name="Save changes").click()
         expect(admin.get_by_role("status")).to_contain_text(f"Tenant {tenant} changed")
@@ -63,7 +65,7 @@ def test_an_admin_suspends_a_tenant_whose_console_is_then_refused(
         admin.get_by_role("link", name="Its audit log").click()
         entries = admin.get_by_role("table", name=re.compile("Audit log entries"))
         expect(entries.get_by_role("row")).to_have_count(4)  # header, create, suspend, update
-        expect(entries.get_by_role("row").nth(1)).to_contain_text("tier: \"enterprise\" → \"pro\"")
+        expect(entries.get_by_role("row").nth(1)).to_contain_text('tier: "enterprise" → "pro"')
         expect(entries.get_by_role("row").nth(2)).to_contain_text("tenant.suspend")
         checked(admin, "audit")
 

@@ -31,7 +31,9 @@ def test_an_upload_is_followed_through_its_job_to_its_documents(
         sign_in(page, console.token(tenant))
         page.get_by_role("link", name="Documents").click()
         expect(page.get_by_role("heading", name="Documents", exact=True)).to_be_focused()
-        page.get_by_label("Files", exact=True).set_input_files([tmp_path / "notes.md", tmp_path / "broken.pdf"])
+        page.get_by_label("Files", exact=True).set_input_files(
+            [tmp_path / "notes.md", tmp_path / "broken.pdf"]
+        )
         page.get_by_label("Collection", exact=True).first.fill("releases")
         page.get_by_role("button", name="Upload").click()
 

@@ -20,7 +20,7 @@ HOSTILE_TITLE = f'<img src=x onerror="window.__pwned=1"> Salary {RLO}fdp.exe'
 HOSTILE_CONTENT = (
     "<script>window.__pwned = 2</script> Quarterly salary review. "
     '<img src=x onerror="window.__pwned=3"> [click me](javascript:window.__pwned=4) '
-    f"<a href=\"javascript:window.__pwned=5\">salary link</a> {RLO}gnp.tpircs"
+    f'<a href="javascript:window.__pwned=5">salary link</a> {RLO}gnp.tpircs'
 )
 HOSTILE_URL = "javascript://example.com/%0Awindow.__pwned=6"
 
