@@ -109,3 +109,13 @@ class AuditPage(Reply):
     limit: int
     offset: int
     total: int | None = None
+
+
+class Tier(Reply):
+    name: str
+    requests: int  # allowed per window
+    window_seconds: int
+
+
+class TierList(Reply):
+    items: list[Tier]
