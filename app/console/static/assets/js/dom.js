@@ -129,10 +129,12 @@ export function when(iso) {
   return Number.isNaN(date.getTime()) ? String(iso) : date.toLocaleString('en-GB');
 }
 
-/** A table: caption, column headers and rows of cells (nodes or text). */
-export function table(caption, headers, rows, props = {}) {
-  return h('div', { class: 'table-wrap' }, h('table', props,
-    h('caption', {}, caption),
+/** A table in a scrolling box: a caption for screen readers, column headers, and rows given
+ * as arrays of cells (nodes or text) or as ready <tr> elements. */
+export function table(caption, headers, rows) {
+  return h('div', { class: 'table-wrap' }, h('table', {},
+    h('caption', { class: 'visually-hidden' }, caption),
     h('thead', {}, h('tr', {}, headers.map((name) => h('th', { scope: 'col' }, name)))),
-    h('tbody', {}, rows.map((cells) => h('tr', {}, cells.map((cell) => h('td', {}, cell)))))));
+    h('tbody', {}, rows.map((row) => (row instanceof Node ? row
+      : h('tr', {}, row.map((cell) => h('td', {}, cell))))))));
 }

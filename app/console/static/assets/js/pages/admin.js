@@ -2,7 +2,7 @@
 // (POST), suspend and activate, delete with the API's confirmation (the id typed again).
 
 import { api } from '../api.js';
-import { add, bytes, field, h, number, select, userText } from '../dom.js';
+import { add, bytes, field, h, number, select, table, userText } from '../dom.js';
 import { announce, badge, busy, confirmAction, errorBox, heading, pager } from '../ui.js';
 
 const PAGE = 25;
@@ -103,10 +103,7 @@ export async function render({ query, navigate, reload, signal }) {
   return add(h('div', { class: 'page' }), [
     heading('Tenants'),
     filter, errors,
-    h('div', { class: 'table-wrap' }, h('table', {},
-      h('caption', { class: 'visually-hidden' }, 'Tenants'),
-      h('thead', {}, h('tr', {}, headers.map((name) => h('th', { scope: 'col' }, name)))),
-      h('tbody', {}, rows.map((cells) => h('tr', {}, cells.map((cell) => h('td', {}, cell))))))),
+    table('Tenants', headers, rows),
     pager({ offset, limit: PAGE, total: page.total, shown: page.items.length, noun: 'Tenants',
       go: (next) => navigate('tenants', { status, tier: tierFilter, offset: next }) }),
     createForm(tiers.items, reload),

@@ -1,7 +1,7 @@
 // The audit log (rag:admin): GET /api/admin/audit filtered by tenant, action and actor.
 
 import { api } from '../api.js';
-import { add, field, h, select, userText, when } from '../dom.js';
+import { add, field, h, select, table, userText, when } from '../dom.js';
 import { heading, pager } from '../ui.js';
 
 const PAGE = 50;
@@ -43,10 +43,8 @@ export async function render({ query, navigate, signal }) {
   return add(h('div', { class: 'page' }), [
     heading('Audit log'),
     filter,
-    page.items.length === 0 ? h('p', {}, 'No entries.') : h('div', { class: 'table-wrap' }, h('table', {},
-      h('caption', { class: 'visually-hidden' }, 'Audit log entries, newest first'),
-      h('thead', {}, h('tr', {}, headers.map((name) => h('th', { scope: 'col' }, name)))),
-      h('tbody', {}, rows.map((cells) => h('tr', {}, cells.map((cell) => h('td', {}, cell))))))),
+    page.items.length === 0 ? h('p', {}, 'No entries.')
+      : table('Audit log entries, newest first', headers, rows),
     pager({ offset, limit: PAGE, total: page.total, shown: page.items.length, noun: 'Entries',
       go: (next) => navigate('audit', { ...params, offset: next }) }),
   ]);

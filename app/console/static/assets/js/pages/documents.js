@@ -3,15 +3,16 @@
 // its chunks and citations (GET …/documents/{id}/chunks), and delete after confirmation.
 
 import { api, upload } from '../api.js';
-import { add, field, fill, h, number, select, sourceLink, userText, when } from '../dom.js';
+import { add, field, h, number, select, sourceLink, table, userText, when } from '../dom.js';
 import { announce, busy, confirmAction, errorBox, heading, pager } from '../ui.js';
 
 const PAGE = 20;
 const TYPES = [['', 'Any type'], ['text', 'Text'], ['markdown', 'Markdown'], ['html', 'HTML'],
   ['pdf', 'PDF']];
 const STYLES = [['numbered', 'Numbered'], ['inline', 'Inline'], ['compact', 'Compact']];
+const HEADERS = ['Title', 'External id', 'Collection', 'Type', 'Chunks', 'Updated', 'Actions'];
 
-export async function deleteDocument(doc, errors, done) {
+async function deleteDocument(doc, errors, done) {
   const yes = await confirmAction({
     title: 'Delete this document?',
     text: `“${doc.title || doc.external_id}” and its ${doc.chunks} chunks will be deleted. ` +
@@ -113,17 +114,9 @@ export async function render({ id, query, navigate, reload, signal }) {
     errors,
     page.items.length === 0
       ? h('p', {}, 'No documents here yet: upload some above.')
-      : h('div', {}, tableOf(rows), pager({ offset, limit: PAGE, total: page.total,
+      : h('div', {}, table('Documents', HEADERS, rows), pager({ offset, limit: PAGE, total: page.total,
         shown: page.items.length, noun: 'Documents', go })),
   ]);
-}
-
-function tableOf(rows) {
-  const headers = ['Title', 'External id', 'Collection', 'Type', 'Chunks', 'Updated', 'Actions'];
-  return h('div', { class: 'table-wrap' }, h('table', {},
-    h('caption', { class: 'visually-hidden' }, 'Documents'),
-    h('thead', {}, h('tr', {}, headers.map((name) => h('th', { scope: 'col' }, name)))),
-    h('tbody', {}, rows.map((cells) => h('tr', {}, cells.map((cell) => h('td', {}, cell)))))));
 }
 
 async function renderDocument({ id, query, navigate, signal }) {

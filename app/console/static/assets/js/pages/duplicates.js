@@ -2,7 +2,7 @@
 // document each strategy keeps, then the same request with dry_run false after confirmation.
 
 import { api } from '../api.js';
-import { add, field, fill, fixed, h, number, select, userText, when } from '../dom.js';
+import { add, field, fill, fixed, h, number, select, table, userText, when } from '../dom.js';
 import { announce, busy, confirmAction, errorBox, heading } from '../ui.js';
 
 const STRATEGIES = [['keep_newest', 'Keep the newest'], ['keep_oldest', 'Keep the oldest'],
@@ -25,10 +25,7 @@ function groupView(group, index, strategy) {
   });
   return h('li', { class: 'card' }, h('article', { 'aria-label': `Group ${index + 1}` },
     h('h3', {}, `Group ${index + 1}: ${group.documents.length} documents, similarity ${fixed(group.avg_similarity)}`),
-    h('div', { class: 'table-wrap' }, h('table', {},
-      h('caption', { class: 'visually-hidden' }, `Group ${index + 1}`),
-      h('thead', {}, h('tr', {}, headers.map((name) => h('th', { scope: 'col' }, name)))),
-      h('tbody', {}, rows)))));
+    table(`Group ${index + 1}`, headers, rows)));
 }
 
 export async function render({ signal }) {

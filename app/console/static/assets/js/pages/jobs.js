@@ -2,7 +2,7 @@
 // every second while it runs): progress, each file's outcome, and cancel (DELETE).
 
 import { api } from '../api.js';
-import { add, field, fill, h, number, select, userText, when } from '../dom.js';
+import { add, field, fill, h, number, select, table, userText, when } from '../dom.js';
 import { badge, busy, errorBox, heading, pager } from '../ui.js';
 
 const PAGE = 20;
@@ -23,23 +23,20 @@ export async function render({ id, query, navigate, signal }) {
     event.preventDefault();
     navigate('jobs', { status: choice.value });
   });
-  const rows = page.items.map((job) => h('tr', {},
-    h('td', {}, h('a', { href: `#/jobs/${job.job_id}` }, when(job.timings.created_at))),
-    h('td', {}, badge(job.status)),
-    h('td', {}, `${number(job.progress.documents_done)} of ${number(job.progress.documents_total)}`),
-    h('td', {}, number(job.progress.documents_failed)),
-    h('td', {}, number(job.progress.chunks_done))));
+  const rows = page.items.map((job) => [
+    h('a', { href: `#/jobs/${job.job_id}` }, when(job.timings.created_at)),
+    badge(job.status),
+    `${number(job.progress.documents_done)} of ${number(job.progress.documents_total)}`,
+    number(job.progress.documents_failed),
+    number(job.progress.chunks_done),
+  ]);
   return add(h('div', { class: 'page' }), [
     heading('Ingestion jobs'),
     h('p', {}, 'Upload files or a folder from ', h('a', { href: '#/documents' }, 'Documents'),
       '; each upload is a job you can follow here.'),
     filter,
     page.items.length === 0 ? h('p', {}, 'No jobs.') : h('div', {},
-      h('div', { class: 'table-wrap' }, h('table', {},
-        h('caption', { class: 'visually-hidden' }, 'Jobs'),
-        h('thead', {}, h('tr', {}, ['Submitted', 'Status', 'Documents done', 'Failed', 'Chunks']
-          .map((name) => h('th', { scope: 'col' }, name)))),
-        h('tbody', {}, rows))),
+      table('Jobs', ['Submitted', 'Status', 'Documents done', 'Failed', 'Chunks'], rows),
       pager({ offset, limit: PAGE, total: page.total, shown: page.items.length, noun: 'Jobs',
         go: (next) => navigate('jobs', { status, offset: next }) })),
   ]);
@@ -72,12 +69,8 @@ function progressView(job) {
       `${number(p.chunks_done)} chunks stored. `, chunkLine),
     job.error ? h('p', { class: 'error', role: 'alert' }, userText(job.error)) : null,
     h('h2', {}, 'Files'),
-    job.results.length === 0 ? h('p', {}, 'No file finished yet.') : h('div', { class: 'table-wrap' },
-      h('table', {}, h('caption', { class: 'visually-hidden' }, 'Outcome per file'),
-        h('thead', {}, h('tr', {}, ['File', 'Outcome', 'Document', 'Detail']
-          .map((name) => h('th', { scope: 'col' }, name)))),
-        h('tbody', {}, job.results.map((result) => h('tr', {},
-          outcome(result).map((cell) => h('td', {}, cell))))))),
+    job.results.length === 0 ? h('p', {}, 'No file finished yet.')
+      : table('Outcome per file', ['File', 'Outcome', 'Document', 'Detail'], job.results.map(outcome)),
   ];
 }
 
