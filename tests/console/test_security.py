@@ -111,8 +111,12 @@ def sign_in_refused(page: Page, token: str) -> None:
     """Sign in with a token the API refuses: the console forgets it and says why."""
     page.get_by_label("Token").fill(token)
     page.get_by_role("button", name="Sign in").click()
-    # the field is emptied on submit and the sign-in drawn anew with the reason
-    page.wait_for_function("sessionStorage.length === 0 && document.querySelector('#token')")
+    # the token is forgotten and the sign-in drawn anew with the reason (polled from here:
+    # the page's policy refuses the string evaluation wait_for_function would use)
+    deadline = time.monotonic() + 10
+    while page.evaluate("sessionStorage.length") != 0:
+        assert time.monotonic() < deadline, "the refused token was not forgotten"
+        time.sleep(0.05)
     expect(page.get_by_role("heading", name="Sign in")).to_be_visible()
     expect(page.get_by_role("alert")).to_be_visible()
 

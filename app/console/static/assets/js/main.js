@@ -4,7 +4,7 @@
 import { api, describe, onSignedOut } from './api.js';
 import { fill, h, userText } from './dom.js';
 import { forget, remember, token } from './session.js';
-import { announce } from './ui.js';
+import { announce, pageChanged } from './ui.js';
 import * as admin from './pages/admin.js';
 import * as audit from './pages/audit.js';
 import * as documents from './pages/documents.js';
@@ -67,6 +67,7 @@ async function render({ focus = true } = {}) {
   const fallback = SECTIONS.find(allowed) ?? SECTIONS[0];
   const section = SECTIONS.find((s) => s.path === name) ?? fallback;
   renderNav(section);
+  pageChanged();
   const page = id && section.detail ? section.detail : section.page;
   document.title = `${section.label} · RAG console`;
   fill(main, h('p', { class: 'loading' }, 'Loading…'));

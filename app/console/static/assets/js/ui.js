@@ -3,9 +3,18 @@
 import { describe } from './api.js';
 import { add, fill, h } from './dom.js';
 
+let fresh = false; // said since the last page was drawn: it survives the next one
+
 /** Say something in the polite live region at the top (announced by screen readers). */
 export function announce(message) {
   fill(document.getElementById('status'), message ? h('p', {}, message) : null);
+  fresh = Boolean(message);
+}
+
+/** Called when a page is drawn: an older message is cleared, a fresh one kept once. */
+export function pageChanged() {
+  if (!fresh) announce('');
+  fresh = false;
 }
 
 /** An element that shows an error (as an alert) or nothing. */
