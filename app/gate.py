@@ -42,18 +42,23 @@ class Caller:
 
 
 async def admit(
-    resources: Resources, authorization: str | None, *, scope: str, acting_for: str | None = None
+    resources: Resources,
+    authorization: str | None,
+    *,
+    scope: str | None,
+    acting_for: str | None = None,
 ) -> Caller:
-    """The caller of an `Authorization` header value, allowed `scope` for the acting tenant."""
+    """The caller of an `Authorization` header value, allowed `scope` (None: any valid token)
+    for the acting tenant."""
     principal = principal_from_authorization(authorization, resources.verifier)
     return await authorize(resources, principal, scope=scope, acting_for=acting_for)
 
 
 async def authorize(
-    resources: Resources, principal: Principal, *, scope: str, acting_for: str | None = None
+    resources: Resources, principal: Principal, *, scope: str | None, acting_for: str | None = None
 ) -> Caller:
     """The caller `principal` is, when it has `scope` and its acting tenant is active."""
-    if not principal.has_scope(scope):
+    if scope is not None and not principal.has_scope(scope):
         raise Forbidden(f"this endpoint needs the {scope} scope")
     tenant = await resources.tenants.require_active(_acting_tenant(principal, acting_for))
     return Caller(principal=principal, tenant=tenant)

@@ -9,7 +9,20 @@ from fastapi import FastAPI
 
 import app.db.tenancy  # noqa: F401  (registers the tenant hook once)
 from app import __version__
-from app.api import admin, context, documents, health, jobs, mcp, metrics, search, similar
+from app.api import (
+    admin,
+    catalog,
+    context,
+    documents,
+    health,
+    identity,
+    jobs,
+    mcp,
+    metrics,
+    search,
+    similar,
+)
+from app.api.console import install_console
 from app.api.docs import install_docs
 from app.api.middleware import BodyLimit, RateLimitHeaders, SingleHost
 from app.api.observe import Observe, RequestId
@@ -73,9 +86,11 @@ def create_app(settings: Settings | None = None, *, embedder: Embedder | None = 
     app.add_middleware(SingleHost)
     app.add_middleware(Observe, tenant_label=settings.metrics_tenant_label)
     app.add_middleware(RequestId)  # outermost: every reply the app sends carries X-Request-ID
-    for module in (health, metrics, documents, jobs, similar, search, context, admin, mcp):
+    routers = (health, metrics, identity, catalog, documents, jobs, similar, search, context)
+    for module in (*routers, admin, mcp):
         app.include_router(module.router)
     install_docs(app)
+    install_console(app)
     install_openapi(app)
     return app
 

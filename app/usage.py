@@ -134,5 +134,31 @@ async def traffic(session: AsyncSession, tenant_id: str) -> TrafficWindows:
     return TrafficWindows(last_hour=Traffic(*values[:3]), last_day=Traffic(*values[3:]))
 
 
+@dataclass(frozen=True, slots=True)
+class HourTraffic:
+    start: datetime  # the hour's first moment (UTC)
+    traffic: Traffic
+
+
+async def hourly_traffic(
+    session: AsyncSession, tenant_id: str, *, hours: int = 24
+) -> list[HourTraffic]:
+    """The tenant's counts per hour, oldest first, ending with the current (partial) hour;
+    hours without traffic count zero."""
+    last = datetime.now(UTC).replace(minute=0, second=0, microsecond=0)
+    first = last - timedelta(hours=hours - 1)
+    hour = func.date_trunc("hour", TenantUsage.bucket, "UTC")
+    sums = [func.sum(getattr(TenantUsage, kind)) for kind in _KINDS]
+    stmt = select(hour, *sums).where(TenantUsage.tenant_id == tenant_id)
+    stmt = stmt.where(TenantUsage.bucket >= first).group_by(hour)
+    found = {start.astimezone(UTC): row for start, *row in (await session.execute(stmt)).all()}
+    series = []
+    for n in range(hours):
+        start = first + timedelta(hours=n)
+        counts = [int(v) for v in found.get(start, (0, 0, 0))]
+        series.append(HourTraffic(start=start, traffic=Traffic(*counts)))
+    return series
+
+
 async def forget_tenant(session: AsyncSession, tenant_id: str) -> None:
     await session.execute(delete(TenantUsage).where(TenantUsage.tenant_id == tenant_id))

@@ -10,7 +10,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.admin.audit import Actor, record, tenant_snapshot
 from app.db import bm25_upkeep
-from app.db.models import Document, Tenant
+from app.db.models import Collection, Document, Tenant
 from app.db.tenancy import scope_to_tenant
 from app.errors import Conflict, Unprocessable
 from app.tenants import create_tenant, get_tenant
@@ -21,6 +21,7 @@ from app.usage import forget_tenant
 class TenantCounts:
     documents: int
     chunks: int
+    collections: int = 0
 
 
 async def tenant_page(
@@ -48,11 +49,17 @@ async def counts_of(session: AsyncSession, tenant_ids: Sequence[str]) -> dict[st
     counts: dict[str, TenantCounts] = {}
     for tenant_id in tenant_ids:
         await scope_to_tenant(session, tenant_id)
+        collections = (
+            select(func.count())
+            .select_from(Collection)
+            .where(Collection.tenant_id == tenant_id)
+            .scalar_subquery()
+        )
         stmt = select(
-            func.count(Document.id), func.coalesce(func.sum(Document.chunk_count), 0)
+            func.count(Document.id), func.coalesce(func.sum(Document.chunk_count), 0), collections
         ).where(Document.tenant_id == tenant_id)
-        documents, chunks = (await session.execute(stmt)).one()
-        counts[tenant_id] = TenantCounts(int(documents), int(chunks))
+        documents, chunks, collection_count = (await session.execute(stmt)).one()
+        counts[tenant_id] = TenantCounts(int(documents), int(chunks), int(collection_count))
     await scope_to_tenant(session, None)
     return counts
 

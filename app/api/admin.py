@@ -6,13 +6,15 @@ when it changes something, with the token's subject as the actor.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Annotated
 
 from fastapi import APIRouter, Body, Path, Query, Response, status
+from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.admin import tenants as admin_tenants
 from app.admin.audit import Actor, entries
-from app.admin.stats import statistics
+from app.admin.stats import statistics, storage_by_tenant
 from app.api import examples
 from app.api.admin_models import (
     AuditList,
@@ -23,9 +25,12 @@ from app.api.admin_models import (
     TenantList,
     TenantOut,
     TenantPatch,
+    TierList,
+    TierOut,
 )
 from app.api.deps import AdminCaller, ResourcesDep
 from app.api.openapi import GATED, WITH_BODY, errors
+from app.db.models import Tenant
 from app.db.tenancy import registry_transaction
 from app.errors import Unprocessable
 from app.gate import Caller
@@ -65,9 +70,27 @@ async def tenants(
         found, total = await admin_tenants.tenant_page(
             session, status=status, tier=tier, limit=limit, offset=offset
         )
-        counts = await admin_tenants.counts_of(session, [t.id for t in found])
-        items = [TenantOut.of(t, counts[t.id]) for t in found]
+        items = await _with_counts(session, found)
     return TenantList(items=items, total=total, limit=limit, offset=offset)
+
+
+async def _with_counts(session: AsyncSession, found: Sequence[Tenant]) -> list[TenantOut]:
+    """Tenants with their counts and estimated storage."""
+    counts = await admin_tenants.counts_of(session, [t.id for t in found])
+    storage = await storage_by_tenant(session, counts)
+    return [TenantOut.of(t, counts[t.id], storage[t.id]) for t in found]
+
+
+@router.get("/tiers", summary="The tiers a tenant may have, with their rate limits")
+async def tiers(_caller: AdminCaller, resources: ResourcesDep) -> TierList:
+    settings = resources.settings
+    window = settings.rate_limit_window_seconds
+    return TierList(
+        items=[
+            TierOut(name=name, requests=requests, window_seconds=window)
+            for name, requests in settings.rate_limit_tiers.items()
+        ]
+    )
 
 
 @router.post(
@@ -99,9 +122,8 @@ async def create(
 @router.get("/tenants/{tenant_id}", summary="Read a tenant", responses=errors(404))
 async def read(tenant_id: TenantPath, _caller: AdminCaller, resources: ResourcesDep) -> TenantOut:
     async with registry_transaction(resources.sessions) as session:
-        tenant = await get_tenant(session, tenant_id)
-        counts = await admin_tenants.counts_of(session, [tenant_id])
-        return TenantOut.of(tenant, counts[tenant_id])
+        [out] = await _with_counts(session, [await get_tenant(session, tenant_id)])
+        return out
 
 
 async def _update(

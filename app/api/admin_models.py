@@ -7,7 +7,7 @@ from typing import Annotated, Any, Literal, Self
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 
-from app.admin.stats import Statistics
+from app.admin.stats import Statistics, Storage
 from app.admin.tenants import TenantCounts
 from app.db.models import AuditEntry, Tenant
 from app.storable import Storable
@@ -41,9 +41,16 @@ class TenantOut(BaseModel):
     updated_at: datetime
     documents: int | None = Field(default=None, description="In lists and single reads.")
     chunks: int | None = None
+    storage_bytes: int | None = Field(
+        default=None,
+        description="In lists and single reads: its estimated share of the tables and "
+        "indexes, its dedicated index included (the stats' `storage.total_bytes`).",
+    )
 
     @classmethod
-    def of(cls, tenant: Tenant, counts: TenantCounts | None = None) -> Self:
+    def of(
+        cls, tenant: Tenant, counts: TenantCounts | None = None, storage: Storage | None = None
+    ) -> Self:
         return cls(
             id=tenant.id,
             name=tenant.name,
@@ -53,6 +60,7 @@ class TenantOut(BaseModel):
             updated_at=tenant.updated_at,
             documents=counts.documents if counts else None,
             chunks=counts.chunks if counts else None,
+            storage_bytes=storage.total_bytes if storage else None,
         )
 
 
@@ -79,9 +87,16 @@ class TrafficOut(BaseModel):
     rate_limited: int = Field(description="Requests refused with 429.")
 
 
+class HourOut(TrafficOut):
+    start: datetime = Field(description="The hour's first moment (UTC).")
+
+
 class WindowsOut(BaseModel):
     last_hour: TrafficOut
     last_day: TrafficOut
+    hourly: list[HourOut] = Field(
+        description="The last 24 hours, oldest first, the current (partial) hour last."
+    )
 
 
 class JobsOut(BaseModel):
@@ -119,6 +134,15 @@ class StatsOut(BaseModel):
             traffic=WindowsOut(
                 last_hour=TrafficOut.model_validate(windows.last_hour, from_attributes=True),
                 last_day=TrafficOut.model_validate(windows.last_day, from_attributes=True),
+                hourly=[
+                    HourOut(
+                        start=hour.start,
+                        searches=hour.traffic.searches,
+                        ingests=hour.traffic.ingests,
+                        rate_limited=hour.traffic.rate_limited,
+                    )
+                    for hour in found.hourly
+                ],
             ),
             jobs=JobsOut(
                 queued=found.jobs.queued,
@@ -157,3 +181,13 @@ class AuditList(BaseModel):
     total: int
     limit: int
     offset: int
+
+
+class TierOut(BaseModel):
+    name: str
+    requests: int = Field(description="Requests allowed per window.")
+    window_seconds: int
+
+
+class TierList(BaseModel):
+    items: list[TierOut] = Field(description="Every tier a tenant may have (RAG_RATE_LIMIT_TIERS).")

@@ -24,6 +24,7 @@ from app.resources import Resources
 
 __all__ = [
     "AdminCaller",
+    "AnyCaller",
     "Caller",
     "Consistency",
     "IngestCaller",
@@ -54,8 +55,9 @@ BEARER = HTTPBearer(
 BearerDeclared = Annotated[HTTPAuthorizationCredentials | None, Security(BEARER)]
 
 
-def admission(scope: str) -> Callable[..., Awaitable[Caller]]:
-    """The gate without the rate limit: for doors that spend the budget per operation (MCP)."""
+def admission(scope: str | None) -> Callable[..., Awaitable[Caller]]:
+    """The gate without the rate limit: for doors that spend the budget per operation (MCP).
+    `scope` None admits any valid token of an active tenant."""
 
     async def check(
         request: Request,
@@ -71,7 +73,7 @@ def admission(scope: str) -> Callable[..., Awaitable[Caller]]:
     return check
 
 
-def gate(scope: str) -> Callable[..., Awaitable[Caller]]:
+def gate(scope: str | None) -> Callable[..., Awaitable[Caller]]:
     """The whole gate, one request spent from the tenant's budget (its headers on the reply)."""
 
     admitted = Depends(admission(scope))  # a default: an annotation here could not see `scope`
@@ -88,6 +90,7 @@ def gate(scope: str) -> Callable[..., Awaitable[Caller]]:
 SearchCaller = Annotated[Caller, Depends(gate(SCOPE_SEARCH))]
 IngestCaller = Annotated[Caller, Depends(gate(SCOPE_INGEST))]
 AdminCaller = Annotated[Caller, Depends(gate(SCOPE_ADMIN))]
+AnyCaller = Annotated[Caller, Depends(gate(None))]  # any valid token of an active tenant
 
 
 CONSISTENCY_HEADER = "X-Read-Consistency"

@@ -36,7 +36,7 @@ from app.errors import AppError, PayloadTooLarge, Unprocessable
 from app.ingest.catalog import delete_document, get_document, list_documents, update_document
 from app.ingest.documents import ingest_document, ingest_documents
 from app.ingest.inputs import DocumentInput
-from app.ingest.parsing import sniff_source_type
+from app.ingest.parsing import SourceType, sniff_source_type
 from app.ingest.store import DEFAULT_COLLECTION
 from app.json_input import parse_json
 from app.resources import Resources
@@ -191,14 +191,19 @@ async def list_all(
     caller: SearchCaller,
     resources: ResourcesDep,
     collection: Annotated[CollectionName | None, Query()] = None,
+    source_type: Annotated[SourceType | None, Query()] = None,
     limit: Annotated[int, Query(ge=1, le=200)] = 50,
     offset: Annotated[int, Query(ge=0, le=MAX_OFFSET)] = 0,
 ) -> DocumentList:
-    """Newest first; documents created together (one batch) in the order of their
-    external ids."""
+    """Newest first (documents created together, in one batch, in the order of their
+    external ids); `collection` and `source_type` narrow the list."""
     async with tenant_transaction(caller.sessions(resources), caller.tenant_id) as session:
         found, total = await list_documents(
-            session, collection=collection, limit=limit, offset=offset
+            session,
+            collection=collection,
+            source_type=source_type.value if source_type else None,
+            limit=limit,
+            offset=offset,
         )
     return DocumentList(
         items=[DocumentOut.of(s) for s in found], total=total, limit=limit, offset=offset

@@ -67,6 +67,10 @@ TAGS: list[dict[str, Any]] = [
         "description": "Background ingestion of large files and folders with progress "
         "(submitting and cancelling need rag:ingest, reading rag:search).",
     },
+    {
+        "name": "identity",
+        "description": "Who a token is: tenant, subject, scopes, expiry (any valid token).",
+    },
     {"name": "health", "description": "Liveness, readiness and Prometheus metrics (no token)."},
 ]
 

@@ -10,7 +10,7 @@ from pydantic import AliasChoices, BaseModel, ConfigDict, Field, StringConstrain
 
 from app.api.search_models import ChunkOut
 from app.retrieval.dedupe import MAX_LIMIT, DedupeOutcome
-from app.retrieval.duplicates import DuplicateGroup, Examined, MergeStrategy
+from app.retrieval.duplicates import DuplicateGroup, Examined, MergeStrategy, primary_of
 from app.retrieval.similar import SimilarOutcome
 from app.storable import Storable
 
@@ -93,16 +93,22 @@ class GroupOut(BaseModel):
     duplicate_titles: list[str]
     avg_similarity: float
     documents: list[DocumentRef] = Field(description="The primary first, then the duplicates.")
+    kept_by_strategy: dict[MergeStrategy, uuid.UUID] = Field(
+        description="The document each merge strategy would keep (the primary is the one of "
+        "the strategy asked for)."
+    )
 
     @classmethod
     def of(cls, group: DuplicateGroup) -> Self:
+        members = [group.primary, *group.duplicates]
         return cls(
             primary_id=group.primary.id,
             primary_title=group.primary.title,
             duplicate_ids=[d.id for d in group.duplicates],
             duplicate_titles=[d.title for d in group.duplicates],
             avg_similarity=group.avg_similarity,
-            documents=[DocumentRef.of(d) for d in (group.primary, *group.duplicates)],
+            documents=[DocumentRef.of(d) for d in members],
+            kept_by_strategy={s: primary_of(members, s).id for s in MergeStrategy},
         )
 
 

@@ -16,7 +16,7 @@ import math
 import re
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from jose import jwt
 from jose.exceptions import JOSEError
@@ -55,6 +55,8 @@ class Principal:
     subject: str
     scopes: frozenset[str]
     groups: frozenset[str] = frozenset()
+    # the token's `exp` (seconds since the epoch): when, not who, so not part of equality
+    expires_at: float | None = field(default=None, compare=False)
 
     def has_scope(self, scope: str) -> bool:
         return scope in self.scopes
@@ -152,6 +154,7 @@ class TokenVerifier:
             subject=subject,
             scopes=_scopes(claims),
             groups=_groups(claims, self._groups_claim),
+            expires_at=_numeric_date(claims, "exp"),
         )
 
     def _candidates(self, algorithm: str, kid: object) -> list[VerificationKey]:

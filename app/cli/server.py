@@ -42,7 +42,9 @@ class _AnnouncingServer(uvicorn.Server):
         await super().startup(sockets=sockets)
         if self.started:
             _log.info(
-                "ready on %s (explorer: %s/docs; a token: rag token --tenant ID; Ctrl-C stops)",
+                "ready on %s (explorer: %s/docs; console: %s/console; a token: rag token"
+                " --tenant ID; Ctrl-C stops)",
+                self._base_url,
                 self._base_url,
                 self._base_url,
             )

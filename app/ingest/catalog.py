@@ -37,13 +37,21 @@ class TenantStats:
 
 
 async def list_documents(
-    session: AsyncSession, *, collection: str | None, limit: int, offset: int
+    session: AsyncSession,
+    *,
+    collection: str | None,
+    limit: int,
+    offset: int,
+    source_type: str | None = None,
 ) -> tuple[list[DocumentSummary], int]:
     stmt = select(Document, Collection.name).join(Collection, DOCUMENT_COLLECTION)
     count = select(func.count()).select_from(Document)
     if collection is not None:
         stmt = stmt.where(Collection.name == collection)
         count = count.join(Collection, DOCUMENT_COLLECTION).where(Collection.name == collection)
+    if source_type is not None:
+        stmt = stmt.where(Document.source_type == source_type)
+        count = count.where(Document.source_type == source_type)
     # newest first; documents created together (one batch, one transaction) by external id
     newest = (Document.created_at.desc(), Document.external_id, Document.id)
     stmt = stmt.order_by(*newest).limit(limit).offset(offset)
@@ -62,6 +70,56 @@ async def get_document(session: AsyncSession, document_id: uuid.UUID) -> Documen
     if row is None:
         raise NotFound(f"document {document_id} does not exist")
     return DocumentSummary(*row)
+
+
+@dataclass(frozen=True, slots=True)
+class StoredChunk:
+    """A chunk as stored, in the shape a citation needs (`CitableChunk`); it is compared with
+    no query, so its similarity and score are 1."""
+
+    chunk_id: uuid.UUID
+    document_id: uuid.UUID
+    title: str
+    content: str
+    source_type: str
+    source_url: str | None
+    page_number: int | None
+    section: tuple[str, ...]
+    chunk_index: int
+    token_count: int
+    similarity: float = 1.0
+    score: float = 1.0
+
+
+async def document_chunks(
+    session: AsyncSession, document_id: uuid.UUID, *, limit: int, offset: int
+) -> tuple[DocumentSummary, list[StoredChunk]]:
+    """A document and a page of its chunks in reading order; NotFound as `get_document`."""
+    summary = await get_document(session, document_id)
+    doc = summary.document
+    stmt = (
+        select(Chunk)
+        .where(Chunk.tenant_id == doc.tenant_id, Chunk.document_id == document_id)
+        .order_by(Chunk.chunk_index)
+        .limit(limit)
+        .offset(offset)
+    )
+    chunks = [
+        StoredChunk(
+            chunk_id=chunk.id,
+            document_id=doc.id,
+            title=doc.title,
+            content=chunk.content,
+            source_type=doc.source_type,
+            source_url=doc.source_url,
+            page_number=chunk.page_number,
+            section=tuple(chunk.section_path),
+            chunk_index=chunk.chunk_index,
+            token_count=chunk.token_count,
+        )
+        for chunk in await session.scalars(stmt)
+    ]
+    return summary, chunks
 
 
 @dataclass(frozen=True, slots=True)

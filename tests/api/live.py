@@ -42,7 +42,7 @@ class LiveServer:
         return {"Authorization": f"Bearer {self.token}"}
 
 
-def _in_thread(coro: Coroutine[Any, Any, None]) -> None:
+def in_thread(coro: Coroutine[Any, Any, None]) -> None:
     """Run `coro` on its own event loop (the caller's thread may hold pytest's)."""
     errors: list[BaseException] = []
 
@@ -72,11 +72,10 @@ async def _register(settings: Settings, tenant_id: str) -> None:
 @contextmanager
 def live_server(settings: Settings) -> Iterator[LiveServer]:
     """The app on 127.0.0.1 with a fresh tenant holding the explorer's markdown example."""
-    settings = settings.model_copy(
-        update={"rate_limit_tiers": {"basic": 100, "pro": 1000, "enterprise": 1_000_000}}
-    )
+    tiers = {"basic": 100, "pro": 1000, **settings.rate_limit_tiers, "enterprise": 1_000_000}
+    settings = settings.model_copy(update={"rate_limit_tiers": tiers})
     tenant_id = f"t-live-{uuid.uuid4().hex[:10]}"
-    _in_thread(_register(settings, tenant_id))
+    in_thread(_register(settings, tenant_id))
     app = create_app(settings, embedder=WordHashEmbedder(settings.embedding_dimensions))
     port = free_port()
     config = uvicorn_config(

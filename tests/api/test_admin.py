@@ -3,8 +3,10 @@ statistics with storage and traffic; refused to every token without rag:admin.""
 
 from __future__ import annotations
 
+import itertools
 import re
 import uuid
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from httpx import AsyncClient
@@ -145,6 +147,13 @@ async def test_tenant_list_filters_pages_and_counts(
     assert items[pro.tenant_id]["documents"] == 2
     assert items[pro.tenant_id]["chunks"] >= 2
     assert items[other.tenant_id]["documents"] == 0
+    # storage: the same estimate as the tenant's stats, and none for an empty tenant
+    assert items[other.tenant_id]["storage_bytes"] == 0
+    stats = await client.get(f"{ADMIN}/tenants/{pro.tenant_id}/stats", headers=admin.headers)
+    total = stats.json()["storage"]["total_bytes"]
+    assert 0 < items[pro.tenant_id]["storage_bytes"] <= 2 * total
+    read = await client.get(f"{ADMIN}/tenants/{pro.tenant_id}", headers=admin.headers)
+    assert read.json()["storage_bytes"] == items[pro.tenant_id]["storage_bytes"]
 
     suspended = await client.get(
         f"{ADMIN}/tenants",
@@ -235,6 +244,30 @@ async def test_stats_report_storage_traffic_and_rejections(
         traffic = stats["traffic"][window]
         assert (traffic["searches"], traffic["ingests"]) == (2, 1)
         assert traffic["rate_limited"] >= rejected
+    # the last day hour by hour, oldest first: this test's traffic is in the current hour
+    hourly = stats["traffic"]["hourly"]
+    starts = [datetime.fromisoformat(hour["start"]) for hour in hourly]
+    assert len(hourly) == 24
+    assert starts == sorted(starts)
+    assert {b - a for a, b in itertools.pairwise(starts)} == {timedelta(hours=1)}
+    assert starts[-1] <= datetime.now(UTC) < starts[-1] + timedelta(hours=1)
+    assert (hourly[-1]["searches"], hourly[-1]["ingests"]) == (2, 1)
+    assert sum(hour["searches"] for hour in hourly[:-1]) == 0
+
+
+async def test_tiers_name_their_rate_limits(
+    client: AsyncClient, settings: Settings, sessions: SessionMaker
+) -> None:
+    admin = await admin_of(client, settings, sessions)
+    reply = await client.get(f"{ADMIN}/tiers", headers=admin.headers)
+    assert reply.status_code == 200, reply.text
+    window = settings.rate_limit_window_seconds
+    assert reply.json()["items"] == [
+        {"name": name, "requests": requests, "window_seconds": window}
+        for name, requests in settings.rate_limit_tiers.items()
+    ]
+    tenant = await new_tenant(client, settings, sessions)
+    assert_problem(await client.get(f"{ADMIN}/tiers", headers=tenant.headers), 403)
 
 
 async def test_unknown_tenants_are_404(

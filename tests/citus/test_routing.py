@@ -102,6 +102,8 @@ async def test_every_door_of_a_tenant_is_served_by_its_shard(tenant: TenantClien
     await ok("GET", "/api/rag/documents?limit=5")
     await ok("GET", "/api/rag/documents?collection=metals")
     await ok("GET", f"/api/rag/documents/{ids['copper']}")
+    await ok("GET", f"/api/rag/documents/{ids['copper']}/chunks")
+    await ok("GET", "/api/rag/collections")
     await ok("PATCH", f"/api/rag/documents/{ids['copper']}", json={"metadata": {"k": "wire"}})
     await ok("PATCH", f"/api/rag/documents/{ids['copper']}", json={"access": ["group:grid"]})
     await ok("POST", "/api/rag/dedupe", json={"similarity_threshold": 0.5, "dry_run": True})

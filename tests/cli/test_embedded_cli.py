@@ -72,6 +72,7 @@ def test_serve_answers_and_stops_cleanly_on_ctrl_c(env: dict[str, str]) -> None:
     assert "database: embedded PostgreSQL 18" in stderr
     assert "local embedder local:all-MiniLM-L6-v2 (onnx) loaded" in stderr
     assert f"ready on http://127.0.0.1:{port} (explorer: http://127.0.0.1:{port}/docs" in stderr
+    assert f"console: http://127.0.0.1:{port}/console;" in stderr
     assert "tokens: HMAC secret in " in stderr
     assert "Starting worker" not in stderr  # the job queue's detail is for --verbose
     for noise in ("pg_ctl", "initdb", "XDG_RUNTIME_DIR", "alembic", "Traceback"):

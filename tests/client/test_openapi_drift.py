@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 from pydantic import BaseModel
 from rag_client import admin_models as admin
+from rag_client import catalog_models as catalog
 from rag_client import job_models as jobs
 from rag_client import models
 
@@ -35,6 +36,10 @@ REPLIES: list[tuple[str, str, type[BaseModel]]] = [
     ("GET", f"{RAG}/jobs/{{job_id}}", jobs.Job),
     ("DELETE", f"{RAG}/jobs/{{job_id}}", jobs.Job),
     ("GET", f"{RAG}/jobs", jobs.JobPage),
+    ("GET", f"{RAG}/me", catalog.Identity),
+    ("GET", f"{RAG}/collections", catalog.CollectionList),
+    ("GET", f"{RAG}/documents/{{document_id}}/chunks", catalog.DocumentChunks),
+    ("GET", "/api/admin/tiers", admin.TierList),
 ]
 
 
@@ -61,9 +66,13 @@ def test_replies_match(document: Schema, method: str, path: str, model: type[Bas
 
 def test_query_parameters_match(document: Schema) -> None:
     assert (
-        parameter_drift(document, "GET", f"{RAG}/documents", {"collection", "limit", "offset"})
+        parameter_drift(
+            document, "GET", f"{RAG}/documents", {"collection", "source_type", "limit", "offset"}
+        )
         == []
     )
+    chunks = f"{RAG}/documents/{{document_id}}/chunks"
+    assert parameter_drift(document, "GET", chunks, {"style", "limit", "offset"}) == []
     assert parameter_drift(document, "GET", "/api/admin/tenants", {"limit", "offset"}) == []
 
 

@@ -14,7 +14,7 @@ from pydantic import SecretStr
 
 from app.auth import issue_token
 from app.settings import Settings
-from tests.api.live import _in_thread, _register, live_server
+from tests.api.live import _register, in_thread, live_server
 from tests.conftest import APP_PASSWORD, JWT_SECRET, DatabaseUrls
 from tests.embeddings.fakes import FakeOpenAI
 from tests.observability.conftest import CapturedLogs
@@ -124,7 +124,7 @@ def test_rag_serve_logs_none_of_them(
     fake.reset()
     fake.api_key = OPENAI_KEY
     tenant = f"t-secrets-{uuid.uuid4().hex[:8]}"
-    _in_thread(_register(settings, tenant))
+    in_thread(_register(settings, tenant))
     env = serve_env(
         tmp_path,
         url,

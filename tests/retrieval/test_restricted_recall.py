@@ -201,5 +201,5 @@ async def test_the_admin_counts_include_restricted_documents(
     async with registry_transaction(sessions) as session:
         counts = await counts_of(session, [tenant_id])
         leftover = await session.scalar(text("select current_setting('app.all_documents', true)"))
-    assert counts[tenant_id] == TenantCounts(DOCUMENTS, DOCUMENTS * CHUNKS_PER_DOCUMENT)
+    assert counts[tenant_id] == TenantCounts(DOCUMENTS, DOCUMENTS * CHUNKS_PER_DOCUMENT, 1)
     assert leftover == ""

@@ -92,6 +92,19 @@ async def test_threshold_is_respected_at_the_boundary(tenant: TenantClient) -> N
     assert (await dedupe(tenant, similarity_threshold=above))["duplicate_groups"] == []
 
 
+async def test_a_preview_says_which_document_each_strategy_keeps(
+    tenant: TenantClient, sessions: SessionMaker
+) -> None:
+    ids = await ingest_all(tenant, {**PLANTED, **OTHERS})
+    await set_times(sessions, tenant.tenant_id, ids, ["footer", "manual", "one-word", "rechunked"])
+    reply = await dedupe(tenant, similarity_threshold=THRESHOLD, merge_strategy="keep_oldest")
+    [group] = reply["duplicate_groups"]
+    kept = group["kept_by_strategy"]
+    assert kept["keep_oldest"] == group["primary_id"] == ids["footer"]
+    assert kept["keep_newest"] == ids["rechunked"]
+    assert kept["keep_most_accessed"] in {ids[k] for k in PLANTED}
+
+
 async def test_a_dry_run_changes_nothing(tenant: TenantClient) -> None:
     await ingest_all(tenant, {**PLANTED, **OTHERS})
     before = await document_ids(tenant)
@@ -115,6 +128,7 @@ async def test_merge_keeps_the_strategys_document_and_runs_once(
     assert reply["action"] == "merged"
     assert reply["dry_run"] is False
     assert reply["duplicate_groups"][0]["primary_id"] == ids[kept]
+    assert reply["duplicate_groups"][0]["kept_by_strategy"][strategy] == ids[kept]
     removed = {ids[k] for k in PLANTED if k != kept}
     assert set(reply["removed_ids"]) == removed
     assert reply["total_duplicates"] == 3

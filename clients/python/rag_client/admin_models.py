@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import datetime
 from enum import StrEnum
 
-from pydantic import JsonValue
+from pydantic import Field, JsonValue
 
 from rag_client.models import Body, Reply
 
@@ -36,6 +36,7 @@ class Tenant(Reply):
     updated_at: datetime
     documents: int | None = None
     chunks: int | None = None
+    storage_bytes: int | None = None  # estimated; in lists and single reads
 
 
 class TenantPage(Reply):
@@ -61,9 +62,14 @@ class Traffic(Reply):
     rate_limited: int
 
 
+class HourTraffic(Traffic):
+    start: datetime  # the hour's first moment (UTC)
+
+
 class TrafficWindows(Reply):
     last_hour: Traffic
     last_day: Traffic
+    hourly: list[HourTraffic] = Field(default_factory=list)  # the last 24 h, oldest first
 
 
 class JobCounts(Reply):
@@ -103,3 +109,13 @@ class AuditPage(Reply):
     limit: int
     offset: int
     total: int | None = None
+
+
+class Tier(Reply):
+    name: str
+    requests: int  # allowed per window
+    window_seconds: int
+
+
+class TierList(Reply):
+    items: list[Tier]

@@ -14,7 +14,7 @@ import httpx
 from pydantic import JsonValue
 
 from rag_client import calls
-from rag_client.admin_models import AuditPage, Tenant, TenantPage, TenantStats
+from rag_client.admin_models import AuditPage, Tenant, TenantPage, TenantStats, TierList
 from rag_client.base import (
     DEFAULT_TIMEOUT,
     ReadConsistency,
@@ -24,10 +24,12 @@ from rag_client.base import (
     transport_error,
 )
 from rag_client.calls import job_submission
+from rag_client.catalog_models import CollectionList, DocumentChunks, Identity
 from rag_client.errors import ProblemError
 from rag_client.job_models import Job, JobAccepted, JobPage, JobStatus
 from rag_client.models import (
     BatchResult,
+    CitationStyle,
     ContextResult,
     Document,
     DocumentChange,
@@ -35,6 +37,7 @@ from rag_client.models import (
     IngestResult,
     NewDocument,
     SearchResult,
+    SourceType,
 )
 from rag_client.retry import Retry
 from rag_client.similar_models import DedupeResult, SimilarResult
@@ -128,9 +131,35 @@ class AsyncRagClient:
         return await self._send(calls.upload(file, options))
 
     async def list_documents(
-        self, *, collection: str | None = None, limit: int | None = None, offset: int = 0
+        self,
+        *,
+        collection: str | None = None,
+        limit: int | None = None,
+        offset: int = 0,
+        source_type: SourceType | str | None = None,
     ) -> DocumentPage:
-        call = calls.list_documents(collection=collection, limit=limit, offset=offset)
+        call = calls.list_documents(
+            collection=collection, limit=limit, offset=offset, source_type=source_type
+        )
+        return await self._send(call)
+
+    async def whoami(self) -> Identity:
+        """Who the token is: tenant, subject, scopes, groups, expiry."""
+        return await self._send(calls.whoami())
+
+    async def collections(self) -> CollectionList:
+        return await self._send(calls.collections())
+
+    async def document_chunks(
+        self,
+        document_id: uuid.UUID | str,
+        *,
+        style: CitationStyle | str | None = None,
+        limit: int | None = None,
+        offset: int = 0,
+    ) -> DocumentChunks:
+        """A page of a document's chunks in reading order, each with its citation."""
+        call = calls.document_chunks(document_id, style=style, limit=limit, offset=offset)
         return await self._send(call)
 
     async def iter_documents(
@@ -277,6 +306,9 @@ class AsyncRagClient:
     async def delete_tenant(self, tenant_id: str, *, confirm: str) -> None:
         """Delete a tenant and its documents; `confirm` must repeat the tenant id."""
         await self._send(calls.delete_tenant(tenant_id, confirm=confirm))
+
+    async def tiers(self) -> TierList:
+        return await self._send(calls.tiers())
 
     async def tenant_stats(self, tenant_id: str) -> TenantStats:
         return await self._send(calls.tenant_stats(tenant_id))

@@ -22,7 +22,9 @@ from rag_client.admin_models import (
     TenantChange,
     TenantPage,
     TenantStats,
+    TierList,
 )
+from rag_client.catalog_models import CollectionList, DocumentChunks, Identity
 from rag_client.job_models import Job, JobAccepted, JobPage, JobStatus
 from rag_client.models import (
     BatchResult,
@@ -179,10 +181,36 @@ def upload(file: str | PathLike[str] | bytes, options: UploadOptions) -> Call[In
 
 
 def list_documents(
-    *, collection: str | None, limit: int | None, offset: int | None
+    *,
+    collection: str | None,
+    limit: int | None,
+    offset: int | None,
+    source_type: SourceType | str | None = None,
 ) -> Call[DocumentPage]:
-    params = _params(collection=collection, limit=limit, offset=offset)
+    kind = None if source_type is None else SourceType(source_type).value
+    params = _params(collection=collection, source_type=kind, limit=limit, offset=offset)
     return Call("GET", f"{RAG}/documents", _reads(DocumentPage), params=params)
+
+
+def whoami() -> Call[Identity]:
+    return Call("GET", f"{RAG}/me", _reads(Identity))
+
+
+def collections() -> Call[CollectionList]:
+    return Call("GET", f"{RAG}/collections", _reads(CollectionList))
+
+
+def document_chunks(
+    document_id: uuid.UUID | str,
+    *,
+    style: CitationStyle | str | None,
+    limit: int | None,
+    offset: int | None,
+) -> Call[DocumentChunks]:
+    chosen = None if style is None else CitationStyle(style).value
+    params = _params(style=chosen, limit=limit, offset=offset)
+    path = f"{RAG}/documents/{_id(document_id)}/chunks"
+    return Call("GET", path, _reads(DocumentChunks), params=params)
 
 
 def get_document(document_id: uuid.UUID | str) -> Call[Document]:
@@ -345,6 +373,10 @@ def activate_tenant(tenant_id: str) -> Call[Tenant]:
 def delete_tenant(tenant_id: str, *, confirm: str) -> Call[None]:
     params = _params(confirm=confirm)
     return Call("DELETE", f"{ADMIN}/tenants/{_id(tenant_id)}", _nothing, params=params)
+
+
+def tiers() -> Call[TierList]:
+    return Call("GET", f"{ADMIN}/tiers", _reads(TierList))
 
 
 def tenant_stats(tenant_id: str) -> Call[TenantStats]:

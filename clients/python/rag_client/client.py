@@ -13,7 +13,7 @@ import httpx
 from pydantic import JsonValue
 
 from rag_client import calls
-from rag_client.admin_models import AuditPage, Tenant, TenantPage, TenantStats
+from rag_client.admin_models import AuditPage, Tenant, TenantPage, TenantStats, TierList
 from rag_client.base import (
     DEFAULT_TIMEOUT,
     ReadConsistency,
@@ -23,10 +23,12 @@ from rag_client.base import (
     transport_error,
 )
 from rag_client.calls import job_submission
+from rag_client.catalog_models import CollectionList, DocumentChunks, Identity
 from rag_client.errors import ProblemError
 from rag_client.job_models import Job, JobAccepted, JobPage, JobStatus
 from rag_client.models import (
     BatchResult,
+    CitationStyle,
     ContextResult,
     Document,
     DocumentChange,
@@ -34,6 +36,7 @@ from rag_client.models import (
     IngestResult,
     NewDocument,
     SearchResult,
+    SourceType,
 )
 from rag_client.retry import Retry
 from rag_client.similar_models import DedupeResult, SimilarResult
@@ -127,9 +130,35 @@ class RagClient:
         return self._send(calls.upload(file, options))
 
     def list_documents(
-        self, *, collection: str | None = None, limit: int | None = None, offset: int = 0
+        self,
+        *,
+        collection: str | None = None,
+        limit: int | None = None,
+        offset: int = 0,
+        source_type: SourceType | str | None = None,
     ) -> DocumentPage:
-        call = calls.list_documents(collection=collection, limit=limit, offset=offset)
+        call = calls.list_documents(
+            collection=collection, limit=limit, offset=offset, source_type=source_type
+        )
+        return self._send(call)
+
+    def whoami(self) -> Identity:
+        """Who the token is: tenant, subject, scopes, groups, expiry."""
+        return self._send(calls.whoami())
+
+    def collections(self) -> CollectionList:
+        return self._send(calls.collections())
+
+    def document_chunks(
+        self,
+        document_id: uuid.UUID | str,
+        *,
+        style: CitationStyle | str | None = None,
+        limit: int | None = None,
+        offset: int = 0,
+    ) -> DocumentChunks:
+        """A page of a document's chunks in reading order, each with its citation."""
+        call = calls.document_chunks(document_id, style=style, limit=limit, offset=offset)
         return self._send(call)
 
     def iter_documents(
@@ -274,6 +303,9 @@ class RagClient:
     def delete_tenant(self, tenant_id: str, *, confirm: str) -> None:
         """Delete a tenant and its documents; `confirm` must repeat the tenant id."""
         self._send(calls.delete_tenant(tenant_id, confirm=confirm))
+
+    def tiers(self) -> TierList:
+        return self._send(calls.tiers())
 
     def tenant_stats(self, tenant_id: str) -> TenantStats:
         return self._send(calls.tenant_stats(tenant_id))

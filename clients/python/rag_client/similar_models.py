@@ -66,6 +66,8 @@ class DuplicateGroup(Reply):
     duplicate_titles: list[str]
     avg_similarity: float
     documents: list[DocumentRef]
+    # the document each merge strategy would keep
+    kept_by_strategy: dict[MergeStrategy, uuid.UUID] = Field(default_factory=dict)
 
 
 class DedupeResult(Reply):
