@@ -95,16 +95,18 @@ def by_dedicated_index_size(
     transaction begins: the value of the first (rows, value) step whose rows exceed the
     tenant's chunks (`bm25_corpus`, exact), else `largest`; `shared` when the tenant has no
     dedicated index (its searches walk the shared index, or the btree when it is small). A
-    catalog lookup and one row read by its key, in the message that sets the tenant. The
+    catalog lookup and, with a dedicated index, one row read by its key, in the message that
+    sets the tenant; the lookup is the coordinator's own on Citus (`Computed.when`). The
     chunks are counted from the tenant's own row rather than the index's `reltuples` because
     on Citus the coordinator's index is an empty shell: the row is read from the tenant's
     shard, and the same expression gives the same value on one server and on a cluster."""
     cases = " ".join(f"when b.chunks < {int(rows)} then '{int(value)}'" for rows, value in steps)
     smallest = int(steps[0][1]) if steps else int(largest)
     return Computed(
-        f"case when to_regclass('{dedicated_index_name(tenant_id)}') is null"
-        f" then '{int(shared)}' else coalesce((select case {cases} else '{int(largest)}' end"
-        f" from bm25_corpus b where b.tenant_id = {sql_literal(tenant_id)}), '{smallest}') end"
+        f"coalesce((select case {cases} else '{int(largest)}' end"
+        f" from bm25_corpus b where b.tenant_id = {sql_literal(tenant_id)}), '{smallest}')",
+        when=f"to_regclass('{dedicated_index_name(tenant_id)}') is not null",
+        otherwise=str(int(shared)),
     )
 
 

@@ -46,9 +46,17 @@ NAME = re.compile(r"[a-z_][a-z0-9_]*(\.[a-z_][a-z0-9_]*)?")
 class Computed:
     """A setting's value that the server works out as the transaction begins, in the same
     message: `sql` is an SQL expression of type text, built by our own code from constants
-    and identifiers we made (never from a caller's input)."""
+    and identifiers we made (never from a caller's input).
+
+    With `when` (an SQL condition of the same make), `sql` is worked out only when `when`
+    holds, and the setting is the constant `otherwise` when it does not. PL/pgSQL evaluates
+    the condition where the message arrives: on Citus, a condition on the coordinator's own
+    catalog (`to_regclass(...)`) stays there, and only a value that needs the tenant's rows
+    costs a trip to its worker."""
 
     sql: str
+    when: str | None = None
+    otherwise: str = ""
 
 
 Setting = str | Computed
@@ -68,6 +76,16 @@ def text_array_literal(values: Iterable[str]) -> str:
     return "{" + ",".join(quoted) + "}"
 
 
+def _computed(name: str, value: Computed) -> str:
+    execute = f"EXECUTE format('SET LOCAL {name} = %L', ({value.sql}));"
+    if value.when is None:
+        return execute
+    return (
+        f"IF {value.when} THEN {execute}"
+        f" ELSE SET LOCAL {name} = {sql_literal(value.otherwise)}; END IF;"
+    )
+
+
 def setting_name(name: str) -> str:
     """`name`, when it is a plain (optionally two-part) lower-case identifier."""
     if not NAME.fullmatch(name):
@@ -85,11 +103,8 @@ def scope_message(begin: str | None, settings: Mapping[str, Setting]) -> str:
         for name, value in settings.items()
         if not isinstance(value, Computed)
     ]
-    computed = [
-        f"EXECUTE format('SET LOCAL {setting_name(name)} = %L', ({value.sql}));"
-        for name, value in settings.items()
-        if isinstance(value, Computed)
-    ]
+    computed = [_computed(setting_name(name), value) for name, value in settings.items()
+                if isinstance(value, Computed)]  # fmt: skip
     statements = [begin] if begin else []
     if plain or computed:
         statements.append("DO " + sql_literal(" ".join(["BEGIN", *plain, *computed, "END"])))

@@ -98,6 +98,15 @@ def test_every_setting_is_a_set_local_statement_computed_ones_through_execute() 
     )
 
 
+def test_a_guarded_computed_value_is_worked_out_only_when_its_condition_holds() -> None:
+    guarded = Computed("(select '9')", when="to_regclass('ix') is not null", otherwise="5")
+    assert scope_message(None, {"x.y": guarded}) == (
+        "DO 'BEGIN IF to_regclass(''ix'') is not null"
+        " THEN EXECUTE format(''SET LOCAL x.y = %L'', ((select ''9'')));"
+        " ELSE SET LOCAL x.y = ''5''; END IF; END'"
+    )
+
+
 def test_literals_are_quoted_and_nul_refused() -> None:
     assert sql_literal("it's") == "'it''s'"
     assert sql_literal("a\\b") == "'a\\b'"
