@@ -8,6 +8,7 @@ import re
 import shutil
 import subprocess
 import tomllib
+from typing import cast
 
 import pytest
 
@@ -54,7 +55,11 @@ def test_schema_check_can_fail() -> None:
 )
 @pytest.mark.parametrize("name", COMPOSE_FILES)
 def test_docker_compose_config_accepts_the_file(name: str) -> None:
-    env = {"RAG_JWT_SECRET": "x" * 32, "PATH": "/usr/bin:/bin:/usr/local/bin"}
+    env = {
+        "RAG_JWT_SECRET": "x" * 32,
+        **{f"{name}_PASSWORD": "y" * 32 for name in ("POSTGRES", "RAG_APP_DB", "RAG_REPLICATION")},
+        "PATH": "/usr/bin:/bin:/usr/local/bin",
+    }
     done = subprocess.run(
         ["docker", "compose", "-f", name, "config", "--quiet"],
         cwd=ROOT,
@@ -234,3 +239,59 @@ def test_every_rag_variable_is_a_setting(file: str) -> None:
     for svc in (s for s in services(file) if s.command[:1] == ["rag"]):
         unknown = {k for k in svc.environment if k.startswith("RAG_")} - known
         assert not unknown, f"{file}: {svc.name}: {sorted(unknown)} are no settings"
+
+
+CITUS = "docker-compose.citus.yml"
+
+
+def test_citus_cluster_is_wired_by_the_script_the_tests_run() -> None:
+    """cluster-init.sh runs for real in tests/citus/test_cluster_init.py; here, that compose
+    hands it the nodes it starts, and that migration and service wait for it in turn."""
+    from app.db.sharding import REQUIRED_SETTINGS
+
+    init = service(CITUS, "cluster-init")
+    assert ("./deploy/citus/cluster-init.sh", "/usr/local/bin/cluster-init.sh", True) in (
+        init.volumes
+    )
+    env = init.environment
+    assert env["CITUS_COORDINATOR"] == "coordinator:5432"
+    workers = [s.name for s in services(CITUS) if s.name.startswith("worker")]
+    assert env["CITUS_WORKERS"].split() == [f"{w}:5432" for w in workers]
+    assert set(init.depends_on) == {"coordinator", *workers}
+    assert env["RAG_APP_ROLE"] == url_user(service(CITUS, "app").environment["RAG_DATABASE_URL"])
+    assert service(CITUS, "migrate").depends_on == {
+        "cluster-init": "service_completed_successfully"
+    }
+    assert service(CITUS, "app").depends_on["migrate"] == "service_completed_successfully"
+    coordinator = service(CITUS, "coordinator")
+    for name, value in REQUIRED_SETTINGS.items():
+        assert f"{name}={value}" in coordinator.command
+    for node in ("coordinator", *workers):  # shard moves replicate logically
+        assert "wal_level=logical" in service(CITUS, node).command
+
+
+@pytest.mark.parametrize("file", COMPOSE_FILES)
+def test_no_password_has_a_default(file: str) -> None:
+    """A forgotten variable stops `docker compose up` instead of starting with a known secret."""
+    text = (ROOT / file).read_text()
+    defaults = re.findall(r"\$\{(\w*(?:PASSWORD|SECRET)\w*):-", text)
+    assert defaults == [], f"{file}: {sorted(set(defaults))} fall back to a default"
+
+
+@pytest.mark.parametrize("file", COMPOSE_FILES)
+def test_only_the_http_door_listens_beyond_this_machine(file: str) -> None:
+    for svc in services(file):
+        for port in cast(list[object], svc.spec.get("ports", [])):
+            if svc.name in ("proxy", "app"):
+                continue
+            assert str(port).startswith("127.0.0.1:"), f"{file}: {svc.name} publishes {port}"
+
+
+def test_the_public_proxy_does_not_serve_the_metrics() -> None:
+    conf = (ROOT / "deploy" / "nginx" / "nginx.conf").read_text()
+    blocked = re.search(r"location \^~ /metrics \{\s*return 404;\s*\}", conf)
+    assert blocked, "the proxy must answer /metrics (and below) itself, with 404"
+
+
+def url_user(url: str) -> str:
+    return url.split("://", 1)[1].split(":", 1)[0]
