@@ -42,9 +42,32 @@ def storable(value: T) -> T:
     return value
 
 
+# C0 and C1 controls (tab and newline among them), and the marks that reorder or redirect
+# bidirectional text (U+061C, U+200E-U+200F, U+202A-U+202E, U+2066-U+2069): in a name shown to
+# people or a line of the audit log they can hide or disguise what is written.
+_UNPRINTABLE = re.compile("[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+UNPRINTABLE_REASON = "must not contain control characters or bidirectional text controls"
+
+
+def printable(value: T) -> T:
+    """`value` unchanged; ValueError when it holds a control character or a bidirectional
+    text control (see `_UNPRINTABLE`), or anything the database cannot store."""
+    if isinstance(value, str) and (reason := printable_reason(value)) is not None:
+        raise ValueError(reason)
+    return value
+
+
+def printable_reason(value: str) -> str | None:
+    """Why `value` is no text to show people or store, or None when it is."""
+    if _UNPRINTABLE.search(value):
+        return UNPRINTABLE_REASON
+    return unstorable_reason(value)
+
+
 def is_tenant_id(value: str) -> bool:
     return _TENANT_ID.fullmatch(value) is not None and value.isascii()
 
 
 Storable = AfterValidator(storable)  # after any StringConstraints: Annotated[str, ..., Storable]
+Printable = AfterValidator(printable)  # a name shown to people: storable, no controls
 StorableText = Annotated[str, Storable]

@@ -23,7 +23,7 @@ from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.db.models import TenantUsage
-from app.db.tenancy import SessionMaker, registry_transaction
+from app.db.tenancy import SessionMaker, ledger_transaction
 
 _log = logging.getLogger(__name__)
 BUCKET = timedelta(minutes=5)
@@ -54,7 +54,7 @@ class UsageRecorder:
             if not taken:
                 return
             try:
-                async with registry_transaction(sessions) as session:
+                async with ledger_transaction(sessions) as session:
                     await _upsert(session, taken)
             except BaseException:
                 self._pending.update(taken)

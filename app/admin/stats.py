@@ -66,11 +66,11 @@ class Statistics:
 async def statistics(sessions: SessionMaker, tenant_id: str) -> Statistics:
     async with registry_transaction(sessions) as session:
         await get_tenant(session, tenant_id)
-        windows = await traffic(session, tenant_id)
-        hours = await hourly_traffic(session, tenant_id)
         sizes = await table_sizes(session)
         dedicated = await dedicated_index_sizes(session, [tenant_id])
     async with tenant_transaction(sessions, tenant_id) as session:
+        windows = await traffic(session, tenant_id)  # its own counters (row-level security)
+        hours = await hourly_traffic(session, tenant_id)
         content = await tenant_stats(session)
         jobs = await job_counts(session)
         rows = {name: await _count(session, name) for name in _TABLES}

@@ -13,6 +13,7 @@ from app.db import bm25_upkeep
 from app.db.models import Collection, Document, Tenant
 from app.db.tenancy import scope_to_tenant
 from app.errors import Conflict, Unprocessable
+from app.storable import printable_reason
 from app.tenants import create_tenant, get_tenant
 from app.usage import forget_tenant
 
@@ -64,9 +65,18 @@ async def counts_of(session: AsyncSession, tenant_ids: Sequence[str]) -> dict[st
     return counts
 
 
+def _check_name(name: str | None) -> None:
+    if name is not None and (reason := printable_reason(name)) is not None:
+        raise Unprocessable(
+            f"name {reason}", extra={"errors": [{"field": "name", "message": reason}]}
+        )
+
+
 async def create(
     session: AsyncSession, actor: Actor, tenant_id: str, *, name: str | None, tier: str
 ) -> tuple[Tenant, bool]:
+    """Create the tenant unless it exists; an entry in the audit log when it was created."""
+    _check_name(name)
     tenant, created = await create_tenant(session, tenant_id, name=name, tier=tier)
     if created:
         await record(
@@ -90,6 +100,7 @@ async def update(
     status: str | None = None,
 ) -> Tenant:
     """Change what is given; an entry in the audit log when something changed."""
+    _check_name(name)
     tenant = await get_tenant(session, tenant_id)
     before = tenant_snapshot(tenant)
     for field, value in (("name", name), ("tier", tier), ("status", status)):

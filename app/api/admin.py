@@ -31,7 +31,7 @@ from app.api.admin_models import (
 from app.api.deps import AdminCaller, ResourcesDep
 from app.api.openapi import GATED, WITH_BODY, errors
 from app.db.models import Tenant
-from app.db.tenancy import registry_transaction
+from app.db.tenancy import ledger_transaction, registry_transaction
 from app.errors import Unprocessable
 from app.gate import Caller
 from app.resources import Resources
@@ -46,7 +46,7 @@ NO_NUL = r"^[^\x00]*$"  # PostgreSQL text cannot hold NUL: a 422, not a 500
 
 
 def _actor(caller: Caller) -> Actor:
-    return Actor(subject=caller.principal.subject, tenant_id=caller.principal.tenant_id)
+    return Actor.of_token(caller.principal)
 
 
 def _known_tier(tier: str | None, tiers: dict[str, int]) -> None:
@@ -109,7 +109,7 @@ async def create(
     response: Response,
 ) -> TenantOut:
     _known_tier(body.tier, resources.settings.rate_limit_tiers)
-    async with registry_transaction(resources.sessions) as session:
+    async with ledger_transaction(resources.sessions) as session:
         tenant, created = await admin_tenants.create(
             session, _actor(caller), body.id, name=body.name, tier=body.tier
         )
@@ -130,7 +130,7 @@ async def _update(
     resources: Resources, caller: Caller, tenant_id: str, patch: TenantPatch
 ) -> TenantOut:
     _known_tier(patch.tier, resources.settings.rate_limit_tiers)
-    async with registry_transaction(resources.sessions) as session:
+    async with ledger_transaction(resources.sessions) as session:
         tenant = await admin_tenants.update(
             session,
             _actor(caller),
@@ -185,7 +185,7 @@ async def remove(
 ) -> None:
     """Deletes its collections, documents, chunks and usage counters; cannot be undone.
     The tenant must be suspended first (409 otherwise) and `confirm` repeat its id (422)."""
-    async with registry_transaction(resources.sessions) as session:
+    async with ledger_transaction(resources.sessions) as session:
         await admin_tenants.delete_tenant(session, _actor(caller), tenant_id, confirm=confirm)
     resources.tenants.forget(tenant_id)
 
@@ -209,7 +209,7 @@ async def audit(
     limit: Limit = 100,
     offset: Offset = 0,
 ) -> AuditList:
-    async with registry_transaction(resources.sessions) as session:
+    async with ledger_transaction(resources.sessions) as session:
         found, total = await entries(
             session, tenant_id=tenant_id, action=action, actor=actor, limit=limit, offset=offset
         )

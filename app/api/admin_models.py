@@ -10,11 +10,11 @@ from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 from app.admin.stats import Statistics, Storage
 from app.admin.tenants import TenantCounts
 from app.db.models import AuditEntry, Tenant
-from app.storable import Storable
+from app.storable import Printable
 from app.tenants import TENANT_ID_PATTERN
 
 TenantId = Annotated[str, StringConstraints(pattern=TENANT_ID_PATTERN)]
-Name = Annotated[str, StringConstraints(min_length=1, max_length=200), Storable]
+Name = Annotated[str, StringConstraints(min_length=1, max_length=200), Printable]
 Status = Literal["active", "suspended"]
 
 
@@ -155,8 +155,14 @@ class StatsOut(BaseModel):
 class AuditOut(BaseModel):
     id: int
     at: datetime
-    actor: str = Field(description="The token's `sub` (or `cli:<user>`).")
+    actor: str = Field(description="The token's `sub`, or `cli:<user>` for an operator.")
+    actor_kind: Literal["token", "operator"] = Field(
+        description="`token`: a bearer token acted (its `sub`, tenant and key id); `operator`: "
+        "someone on the service's machine, through the command line."
+    )
     actor_tenant_id: str | None
+    actor_key_id: str | None = Field(description="The id (`kid`) of the key that verified "
+                                     "the token; none for an operator.")  # fmt: skip
     action: str = Field(description="tenant.create, tenant.update, tenant.suspend, …")
     tenant_id: str | None
     before: dict[str, Any] | None
@@ -168,7 +174,9 @@ class AuditOut(BaseModel):
             id=entry.id,
             at=entry.at,
             actor=entry.actor_subject,
+            actor_kind="operator" if entry.actor_kind == "operator" else "token",
             actor_tenant_id=entry.actor_tenant_id,
+            actor_key_id=entry.actor_key_id,
             action=entry.action,
             tenant_id=entry.tenant_id,
             before=entry.before,

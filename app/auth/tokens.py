@@ -2,10 +2,10 @@
 
 The token is parsed here (strict base64url, JSON header and payload) so that each rejection has a
 precise reason (segments must be unpadded, canonical base64url, RFC 7515; the tenant claim a
-tenant id and the subject text PostgreSQL can store, so a strange one is a 401 before any
-query); the signature is checked by the
-python-jose key bound to the header's algorithm, and only algorithms listed in the settings are
-accepted. Reasons never quote the token or a key.
+tenant id and the subject printable text PostgreSQL can store (no NUL, control characters or
+bidirectional text controls), so a strange one is a 401 before any query); the signature is
+checked by the python-jose key bound to the header's algorithm, and only algorithms listed in
+the settings are accepted. Reasons never quote the token or a key.
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ from app.errors import Unauthenticated
 from app.json_input import parse_json
 from app.permissions import Readers, is_group_name
 from app.settings import Settings
-from app.storable import is_tenant_id, unstorable_reason
+from app.storable import is_tenant_id, printable_reason
 
 SCOPE_SEARCH = "rag:search"
 SCOPE_INGEST = "rag:ingest"
@@ -57,6 +57,8 @@ class Principal:
     groups: frozenset[str] = frozenset()
     # the token's `exp` (seconds since the epoch): when, not who, so not part of equality
     expires_at: float | None = field(default=None, compare=False)
+    # the id of the key that verified the token (its `kid`), for the audit log
+    key_id: str | None = field(default=None, compare=False)
 
     def has_scope(self, scope: str) -> bool:
         return scope in self.scopes
@@ -133,7 +135,10 @@ class TokenVerifier:
         if "crit" in header:
             raise invalid_token("unsupported critical header")
         keys = self._candidates(algorithm, header.get("kid"))
-        if not any(_signature_matches(key, signing_input, signature) for key in keys):
+        verified_by = next(
+            (key for key in keys if _signature_matches(key, signing_input, signature)), None
+        )
+        if verified_by is None:
             raise invalid_token(_bad_signature(algorithm, header.get("kid")))
         try:
             claims = parse_json(payload)
@@ -147,7 +152,8 @@ class TokenVerifier:
         if not is_tenant_id(tenant_id):
             raise invalid_token(f"invalid claim '{self._tenant_claim}'")
         subject = _required_string(claims, "sub")
-        if unstorable_reason(subject) is not None:  # it is stored (audit) and compared in SQL
+        # it is stored (audit), shown and compared in SQL: no NUL, no controls, no bidi marks
+        if printable_reason(subject) is not None:
             raise invalid_token("invalid claim 'sub'")
         return Principal(
             tenant_id=tenant_id,
@@ -155,6 +161,7 @@ class TokenVerifier:
             scopes=_scopes(claims),
             groups=_groups(claims, self._groups_claim),
             expires_at=_numeric_date(claims, "exp"),
+            key_id=verified_by.kid,
         )
 
     def _candidates(self, algorithm: str, kid: object) -> list[VerificationKey]:

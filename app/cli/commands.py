@@ -9,16 +9,13 @@ from __future__ import annotations
 
 import re
 import sys
-from typing import TYPE_CHECKING, Annotated
+from typing import Annotated
 
 import typer
 
 from app import __version__
 from app.cli import bm25, data, documents, evaluate, indexes, mcp, tenants, worker
 from app.cli.options import Remote, TokenOption, UrlOption, remote
-
-if TYPE_CHECKING:
-    from app.settings import Settings
 
 # Plain (click) help: typer's rich help rendering alone takes ~0.2 s to import.
 app = typer.Typer(
@@ -138,10 +135,8 @@ def tenant_create(
     if target := remote(url, token, None):
         _create_remote_tenant(target, tenant_id, name=name, tier=tier)
         return
-    import asyncio
-
-    from app.cli.database import database_settings
     from app.cli.settings import load_settings
+    from app.cli.tenants import create_local
     from app.tenants import TENANT_ID_PATTERN
 
     if not re.fullmatch(TENANT_ID_PATTERN, tenant_id):
@@ -154,8 +149,7 @@ def tenant_create(
             f"unknown tier {tier!r}; known: {', '.join(settings.rate_limit_tiers)}", err=True
         )
         raise typer.Exit(2)
-    with database_settings(settings) as ready:
-        created = asyncio.run(_create_tenant(ready, tenant_id, name=name, tier=tier))
+    created = create_local(settings, tenant_id, name=name, tier=tier)
     typer.echo(f"tenant {tenant_id} {'created' if created else 'already exists'}", err=True)
 
 
@@ -165,23 +159,6 @@ def _create_remote_tenant(target: Remote, tenant_id: str, *, name: str | None, t
     with connect(target) as rag:
         made = rag.create_tenant(tenant_id, name=name, tier=tier)
     typer.echo(f"tenant {made.id} ready (tier {made.tier}, {made.status})", err=True)
-
-
-async def _create_tenant(
-    settings: Settings, tenant_id: str, *, name: str | None, tier: str
-) -> bool:
-    from app.db.engine import create_engine, create_sessionmaker
-    from app.db.tenancy import registry_transaction
-    from app.tenants import create_tenant
-
-    assert settings.database_url is not None
-    engine = create_engine(settings.database_url.get_secret_value(), pool_size=1)
-    try:
-        async with registry_transaction(create_sessionmaker(engine)) as session:
-            _tenant, created = await create_tenant(session, tenant_id, name=name, tier=tier)
-            return created
-    finally:
-        await engine.dispose()
 
 
 @app.command()

@@ -1,13 +1,14 @@
-"""`rag tenant list|suspend|activate|delete`: the admin API's services, on the local database.
+"""`rag tenant create|list|suspend|activate|delete` on the local database: the admin API's
+use cases (app/admin/tenants.py), so the same rules and answers.
 
-Changes are written to the audit log with the actor `cli:<user>`, like the API's. The
-database layer is imported inside the commands: `rag tenant --help` stays fast.
+Every change is written to the audit log as an operator's (`cli:<user>`, kind `operator`),
+in the transaction that makes it. The database layer is imported inside the commands:
+`rag tenant --help` stays fast.
 """
 
 from __future__ import annotations
 
 import asyncio
-import getpass
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Annotated, TypeVar
 
@@ -17,6 +18,7 @@ if TYPE_CHECKING:
     from sqlalchemy.ext.asyncio import AsyncSession
 
     from app.admin.audit import Actor
+    from app.settings import Settings
 
 T = TypeVar("T")
 TenantArg = Annotated[str, typer.Argument(metavar="ID", help="Tenant id.")]
@@ -25,26 +27,35 @@ TenantArg = Annotated[str, typer.Argument(metavar="ID", help="Tenant id.")]
 def _actor() -> Actor:
     from app.admin.audit import Actor
 
-    return Actor(subject=f"cli:{getpass.getuser()}")
+    return Actor.operator()
 
 
-def _run(action: Callable[[AsyncSession], Awaitable[T]]) -> T:
+def _run(
+    action: Callable[[AsyncSession], Awaitable[T]],
+    *,
+    changes: bool = True,
+    settings: Settings | None = None,
+) -> T:
+    """`action` in one transaction on the local database: a ledger transaction when it
+    `changes` something (its audit entry is written with it), else a registry one."""
     from app.cli.database import database_settings
     from app.cli.settings import load_settings
     from app.db.engine import create_engine, create_sessionmaker
-    from app.db.tenancy import registry_transaction
+    from app.db.tenancy import ledger_transaction, registry_transaction
     from app.errors import AppError
+
+    transaction = ledger_transaction if changes else registry_transaction
 
     async def run() -> T:
         assert ready.database_url is not None
         engine = create_engine(ready.database_url.get_secret_value(), pool_size=1)
         try:
-            async with registry_transaction(create_sessionmaker(engine)) as session:
+            async with transaction(create_sessionmaker(engine)) as session:
                 return await action(session)
         finally:
             await engine.dispose()
 
-    with database_settings(load_settings()) as ready:
+    with database_settings(settings or load_settings()) as ready:
         try:
             return asyncio.run(run())
         except AppError as error:
@@ -72,8 +83,21 @@ def tenant_list(
         ]
         return ["id\tstatus\ttier\tdocuments\tchunks", *lines, f"({total} in all)"]
 
-    for line in _run(rows):
+    for line in _run(rows, changes=False):
         typer.echo(line)
+
+
+def create_local(settings: Settings, tenant_id: str, *, name: str | None, tier: str) -> bool:
+    """Create the tenant in the local database unless it exists; whether this call did."""
+    from app.admin import tenants as admin_tenants
+
+    async def create(session: AsyncSession) -> bool:
+        _tenant, created = await admin_tenants.create(
+            session, _actor(), tenant_id, name=name, tier=tier
+        )
+        return created
+
+    return _run(create, settings=settings)
 
 
 def _set_status(tenant_id: str, status: str) -> None:

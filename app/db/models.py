@@ -291,8 +291,9 @@ class Bm25Posting(TenantOwned, Base):
 
 
 class AuditEntry(Base):
-    """One admin action: who, when, what, and the target before and after. Registry-side (no
-    RLS); the runtime role may insert and read, never change or delete."""
+    """One admin action: who, when, what, and the target before and after. Row-level security
+    (migration 0013): a tenant's own entries, or every entry in a ledger transaction; the
+    runtime role may insert and read, never change or delete."""
 
     __tablename__ = "audit_log"
     __table_args__ = (Index(None, "tenant_id", "id"), Index(None, "action", "id"))
@@ -301,8 +302,10 @@ class AuditEntry(Base):
     at: Mapped[datetime] = mapped_column(
         DateTime(timezone=True), server_default=func.now(), nullable=False
     )
+    actor_kind: Mapped[str] = mapped_column(String(16), nullable=False)  # token, operator
     actor_subject: Mapped[str] = mapped_column(Text, nullable=False)
     actor_tenant_id: Mapped[str | None] = mapped_column(String(64))
+    actor_key_id: Mapped[str | None] = mapped_column(Text)
     action: Mapped[str] = mapped_column(String(64), nullable=False)
     tenant_id: Mapped[str | None] = mapped_column(String(64))
     before: Mapped[dict[str, Any] | None] = mapped_column(JSONB)

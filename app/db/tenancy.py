@@ -7,7 +7,7 @@ into the next request. Row-level security does the rest: no tenant set means no 
 same message.
 
 Beside the tenant, every tenant transaction carries who reads (`app.permissions.Readers`):
-`app.principals` (a JSON array) and `app.all_documents` ('on' or ''), which the policies on
+`app.principals` (a text-array literal) and `app.all_documents` ('on' or ''), which the policies on
 documents and chunks read (migration 0008). A session maker made by `reading_as` puts its
 readers into every session's info; without them a transaction sees only the documents that
 have no access list (fail closed). `transaction_settings` is the one place that turns a
@@ -181,6 +181,20 @@ async def tenant_transaction(
 async def registry_transaction(sessions: SessionMaker) -> AsyncIterator[AsyncSession]:
     """A transaction with no tenant: it sees the tenant registry and no tenant-owned row."""
     async with _transaction(sessions, {}) as session:
+        yield session
+
+
+# The setting that opens the audit log and the usage counters of every tenant (their policies,
+# migration 0013), and nothing else.
+LEDGERS = {"app.ledgers": "on"}
+
+
+@asynccontextmanager
+async def ledger_transaction(sessions: SessionMaker) -> AsyncIterator[AsyncSession]:
+    """A registry transaction that may also read and write every tenant's audit entries and
+    usage counters: for the admin actions that record themselves, the audit log's readers and
+    the usage flush. Documents, chunks and the other tenant tables stay closed to it."""
+    async with _transaction(sessions, {"settings": LEDGERS}) as session:
         yield session
 
 

@@ -11,6 +11,7 @@ from typing import Any
 
 from httpx import AsyncClient
 
+from app.auth.keys import key_id
 from app.db import bm25
 from app.db.tenancy import SessionMaker
 from app.main import create_app
@@ -82,6 +83,8 @@ async def test_admin_actions_appear_in_the_audit_log_with_their_actor(
         "tenant.delete",
     ]
     assert {(e["actor"], e["actor_tenant_id"]) for e in entries} == {("alice", admin.tenant_id)}
+    kid = key_id(settings.jwt_secret.get_secret_value().encode())  # type: ignore[union-attr]
+    assert {(e["actor_kind"], e["actor_key_id"]) for e in entries} == {("token", kid)}
     create, update, *_, delete = entries
     assert create["before"] is None
     assert create["after"]["tier"] == "basic"
@@ -94,6 +97,42 @@ async def test_admin_actions_appear_in_the_audit_log_with_their_actor(
         f"{ADMIN}/audit", params={"actor": "alice", "action": "tenant.delete"}, headers=h
     )
     assert tenant_id in {e["tenant_id"] for e in by_actor.json()["items"]}
+
+
+async def test_a_token_cannot_pass_for_an_operator_or_hide_what_it_is(
+    client: AsyncClient, settings: Settings, sessions: SessionMaker
+) -> None:
+    """A token whose `sub` reads like the command line's actor is recorded as a token; one
+    whose `sub` holds control characters or bidirectional text controls is refused (401), and
+    so is a tenant name holding them (422), with nothing changed or recorded."""
+    admin = await admin_of(client, settings, sessions)
+    posing = admin_headers(settings, admin.tenant_id, sub="cli:root")
+    tenant_id = f"t-pose-{uuid.uuid4().hex[:8]}"
+    made = await client.post(f"{ADMIN}/tenants", json={"id": tenant_id}, headers=posing)
+    assert made.status_code == 201, made.text
+    [entry] = await audit_of(admin, tenant_id)
+    assert (entry["actor"], entry["actor_kind"]) == ("cli:root", "token")
+    assert entry["actor_tenant_id"] == admin.tenant_id
+
+    for sub in ("alice\u202e", "alice\nroot", "a\u2066b", "\x1b[2Jops"):
+        hidden = admin_headers(settings, admin.tenant_id, sub=sub)
+        reply = await client.post(f"{ADMIN}/tenants", json={"id": f"{tenant_id}-x"}, headers=hidden)
+        assert reply.status_code == 401, (sub, reply.text)
+    for name in ("Acme\u202eevil", "two\nlines", "bell\x07", "\u061cmark"):
+        created = await client.post(
+            f"{ADMIN}/tenants", json={"id": f"{tenant_id}-y", "name": name}, headers=admin.headers
+        )
+        assert_problem(created, 422)
+        renamed = await client.patch(
+            f"{ADMIN}/tenants/{tenant_id}", json={"name": name}, headers=admin.headers
+        )
+        assert_problem(renamed, 422)
+    for suffix in ("-x", "-y"):
+        missing = await client.get(f"{ADMIN}/tenants/{tenant_id}{suffix}", headers=admin.headers)
+        assert missing.status_code == 404
+    assert len(await audit_of(admin, tenant_id)) == 1
+    unchanged = await client.get(f"{ADMIN}/tenants/{tenant_id}", headers=admin.headers)
+    assert unchanged.json()["name"] == tenant_id
 
 
 async def test_a_non_admin_token_is_refused_on_every_admin_route(

@@ -1,5 +1,5 @@
-"""`rag tenant list|suspend|activate|delete` against the test database (separate processes),
-recorded in the audit log with the actor cli:<user>."""
+"""`rag tenant create|list|suspend|activate|delete` against the test database (separate
+processes), each change recorded in the audit log as an operator's: cli:<user>."""
 
 from __future__ import annotations
 
@@ -10,12 +10,14 @@ import subprocess
 import sys
 import uuid
 
+import pytest
 from sqlalchemy.ext.asyncio import AsyncEngine, async_sessionmaker
 
 from app.admin.audit import entries
-from app.db.tenancy import registry_transaction
+from app.db.tenancy import ledger_transaction, registry_transaction
+from app.errors import NotFound
 from app.settings import Settings
-from app.tenants import create_tenant
+from app.tenants import get_tenant
 
 RAG = [sys.executable, "-m", "app.cli.main"]
 
@@ -34,8 +36,10 @@ async def test_tenant_commands_change_tenants_and_are_audited(
 ) -> None:
     sessions = async_sessionmaker(app_engine, expire_on_commit=False)
     tenant_id = f"t-cli-{uuid.uuid4().hex[:8]}"
-    async with registry_transaction(sessions) as session:
-        await create_tenant(session, tenant_id, tier="pro")
+    created = await rag(settings, "tenant", "create", tenant_id, "--tier", "pro")
+    assert created.returncode == 0, created.stderr
+    again = await rag(settings, "tenant", "create", tenant_id, "--tier", "pro")
+    assert "already exists" in again.stderr  # and no second entry (below)
 
     listed = await rag(settings, "tenant", "list", "--tier", "pro", "--limit", "500")
     assert listed.returncode == 0, listed.stderr
@@ -58,12 +62,30 @@ async def test_tenant_commands_change_tenants_and_are_audited(
     assert gone.returncode == 1
     assert "does not exist" in gone.stderr
 
-    async with registry_transaction(sessions) as session:
+    async with ledger_transaction(sessions) as session:
         found, _total = await entries(session, tenant_id=tenant_id, limit=10, offset=0)
     assert [e.action for e in reversed(found)] == [
+        "tenant.create",
         "tenant.suspend",
         "tenant.activate",
         "tenant.suspend",
         "tenant.delete",
     ]
-    assert {e.actor_subject for e in found} == {f"cli:{getpass.getuser()}"}
+    assert {(e.actor_kind, e.actor_subject) for e in found} == {
+        ("operator", f"cli:{getpass.getuser()}")
+    }
+    assert {(e.actor_tenant_id, e.actor_key_id) for e in found} == {(None, None)}
+
+
+async def test_a_name_with_control_characters_is_refused_and_nothing_is_created(
+    settings: Settings, app_engine: AsyncEngine
+) -> None:
+    sessions = async_sessionmaker(app_engine, expire_on_commit=False)
+    tenant_id = f"t-cli-{uuid.uuid4().hex[:8]}"
+    for name in ("Acme\u202eevil", "two\nlines"):
+        refused = await rag(settings, "tenant", "create", tenant_id, "--name", name)
+        assert refused.returncode == 1
+        assert "control characters" in refused.stderr
+    async with registry_transaction(sessions) as session:
+        with pytest.raises(NotFound):
+            await get_tenant(session, tenant_id)

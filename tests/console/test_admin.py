@@ -67,6 +67,7 @@ def test_an_admin_suspends_a_tenant_whose_console_is_then_refused(
         expect(entries.get_by_role("row")).to_have_count(4)  # header, create, suspend, update
         expect(entries.get_by_role("row").nth(1)).to_contain_text('tier: "enterprise" → "pro"')
         expect(entries.get_by_role("row").nth(2)).to_contain_text("tenant.suspend")
+        expect(entries.get_by_role("row").nth(1)).to_contain_text("token of ")  # who: a token
         checked(admin, "audit")
 
         admin.get_by_role("link", name="Tenants").click()

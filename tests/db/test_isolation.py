@@ -167,12 +167,6 @@ async def test_tenant_setting_does_not_survive_the_transaction(
         await engine.dispose()
 
 
-# Registry-side tables that name a tenant without holding its content (admin audit entries,
-# traffic counters: migration 0005). The runtime role reads them only in admin routes; the
-# audit log is append-only for it (checked below).
-REGISTRY_TABLES = {"audit_log", "tenant_usage"}
-
-
 async def test_every_tenant_table_has_forced_rls_with_policies(app_engine: AsyncEngine) -> None:
     query = text(
         """
@@ -188,10 +182,10 @@ async def test_every_tenant_table_has_forced_rls_with_policies(app_engine: Async
     )
     async with app_engine.connect() as conn:
         rows = (await conn.execute(query)).all()
-    assert {row.relname for row in rows} >= {"collections", "documents", "chunks"}
+    assert {row.relname for row in rows} >= {
+        *("collections", "documents", "chunks", "audit_log", "tenant_usage")
+    }
     for row in rows:
-        if row.relname in REGISTRY_TABLES:
-            continue
         assert row.relrowsecurity, f"RLS not enabled on {row.relname}"
         assert row.relforcerowsecurity, f"RLS not forced on {row.relname}"
         assert row.policies >= 1, f"no tenant policy on {row.relname}"

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from datetime import datetime
 from enum import StrEnum
+from typing import Literal
 
 from pydantic import Field, JsonValue
 
@@ -92,12 +93,15 @@ class TenantStats(Reply):
 
 
 class AuditEntry(Reply):
-    """One admin action: who (`actor`, the token's subject), when, what, before and after."""
+    """One admin action: who (`actor`: a token's subject, or `cli:<user>` when `actor_kind` is
+    `operator`), when, what, before and after."""
 
     id: int
     at: datetime
     actor: str
+    actor_kind: Literal["token", "operator"] = "token"
     actor_tenant_id: str | None = None
+    actor_key_id: str | None = None
     action: str
     tenant_id: str | None = None
     before: dict[str, JsonValue] | None = None

@@ -34,7 +34,7 @@ export async function render({ query, navigate, signal }) {
     navigate('audit', { tenant_id: tenant.value.trim(), action: action.value, actor: actor.value.trim() });
   });
   const rows = page.items.map((entry) => [
-    when(entry.at), userText(entry.actor), h('code', {}, entry.action),
+    when(entry.at), actorOf(entry), h('code', {}, entry.action),
     entry.tenant_id ? h('a', { href: `#/tenants/${encodeURIComponent(entry.tenant_id)}` },
       userText(entry.tenant_id, 'code')) : '—',
     change(entry),
@@ -48,4 +48,12 @@ export async function render({ query, navigate, signal }) {
     pager({ offset, limit: PAGE, total: page.total, shown: page.items.length, noun: 'Entries',
       go: (next) => navigate('audit', { ...params, offset: next }) }),
   ]);
+}
+
+// Who acted: a token (its subject, with its tenant and key id) or an operator on the command
+// line; the kind comes from the server, never from the subject's text.
+function actorOf(entry) {
+  const kind = entry.actor_kind === 'operator' ? 'operator (command line)'
+    : `token of ${entry.actor_tenant_id ?? '?'}${entry.actor_key_id ? `, key ${entry.actor_key_id}` : ''}`;
+  return h('span', {}, userText(entry.actor), ' ', h('span', { class: 'hint' }, kind));
 }
