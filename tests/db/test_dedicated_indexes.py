@@ -149,15 +149,19 @@ async def test_a_search_uses_the_tenants_dedicated_index_and_finds_the_same(
 
 
 async def _ef_search(sessions: SessionMaker, tenant_id: str, ef_search: int | None) -> set[str]:
-    """`hnsw.ef_search` as both transaction paths set it for a search of `tenant_id`."""
+    """`hnsw.ef_search` as both transaction paths set it for a search of `tenant_id`, and as
+    the statement reading the tenant's rows sees it (on Citus: on the tenant's worker)."""
     settings = index_settings(ef_search, tenant_id)
+    on_rows = "select current_setting('hnsw.ef_search') from bm25_corpus where tenant_id = $1"
     async with tenant_transaction(sessions, tenant_id, settings=settings) as session:
         orm = await session.scalar(text("select current_setting('hnsw.ef_search')"))
     async with scoped_connection(sessions, tenant_id, settings=settings) as driver:
         direct = await driver.fetchval("select current_setting('hnsw.ef_search')")
-    return {orm, direct}
+        where_rows_are = await driver.fetchval(on_rows, tenant_id)
+    return {orm, direct, where_rows_are}
 
 
+@pytest.mark.on_citus
 async def test_ef_search_follows_the_size_of_the_index_a_search_uses(
     app_engine: AsyncEngine, owner: AsyncConnection
 ) -> None:
