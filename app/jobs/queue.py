@@ -2,7 +2,8 @@
 
 `run_workers` runs `concurrency` workers in this process until cancelled, plus the sweeper:
 a job whose worker stopped sending heartbeats (kill -9, machine lost) goes back to the queue
-and another worker finishes it. `stop_workers` cancels them, whatever moment it comes at."""
+and another worker finishes it. The same workers deliver the jobs' callbacks (callbacks.py).
+`stop_workers` cancels them, whatever moment it comes at."""
 
 from __future__ import annotations
 
@@ -17,6 +18,8 @@ import procrastinate
 from procrastinate import JobContext, RetryStrategy
 from sqlalchemy.engine import make_url
 
+from app.jobs.callbacks import CALLBACK_QUEUE, CALLBACK_TASK, CallbackPolicy
+from app.jobs.deliveries import deliver_callback
 from app.jobs.runner import JobServices, fail_job, run_turn
 from app.jobs.store import QUEUE, TASK
 from app.settings import Settings
@@ -57,6 +60,20 @@ def build_queue(settings: Settings, services: JobServices) -> procrastinate.App:
                 )
             raise
 
+    policy = CallbackPolicy.of(settings)
+
+    # A failed attempt queues the next itself (callbacks.py): procrastinate retries only an
+    # attempt that raised (the database was unreachable), and the sweeper one whose worker died.
+    @queue.task(name=CALLBACK_TASK, queue=CALLBACK_QUEUE, retry=retry)
+    async def deliver_callback_task(job_id: str, tenant_id: str, attempt: int) -> None:
+        await deliver_callback(
+            services.sessions,
+            policy,
+            job_id=uuid.UUID(job_id),
+            tenant_id=tenant_id,
+            attempt=attempt,
+        )
+
     return queue
 
 
@@ -74,7 +91,7 @@ async def run_workers(settings: Settings, services: JobServices, *, concurrency:
             sweeper = asyncio.create_task(_sweep(queue, settings))
             try:
                 await queue.run_worker_async(
-                    queues=[QUEUE],
+                    queues=[QUEUE, CALLBACK_QUEUE],
                     concurrency=concurrency,
                     wait=True,
                     install_signal_handlers=False,
@@ -122,11 +139,13 @@ async def _sweep(queue: procrastinate.App, settings: Settings) -> None:
 
 
 async def requeue_stalled(queue: procrastinate.App, *, stalled_seconds: float) -> list[Any]:
-    stalled = list(
-        await queue.job_manager.get_stalled_jobs(
-            queue=QUEUE, seconds_since_heartbeat=stalled_seconds
+    stalled = [
+        job
+        for name in (QUEUE, CALLBACK_QUEUE)
+        for job in await queue.job_manager.get_stalled_jobs(
+            queue=name, seconds_since_heartbeat=stalled_seconds
         )
-    )
+    ]
     for job in stalled:
         _log.warning("job turn %s lost its worker; queued again", job.id)
         await queue.job_manager.retry_job(job)
