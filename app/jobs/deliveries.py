@@ -13,10 +13,12 @@ import uuid
 from datetime import UTC, datetime
 
 from sqlalchemy import text
+from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.db.tenancy import SessionMaker, tenant_transaction
 from app.jobs.callbacks import CallbackPolicy, queue_attempt
-from app.jobs.store import get_job_of, summary
+from app.jobs.store import JobView, get_job_of, summary
+from app.observability.metrics import JOB_CALLBACK_ATTEMPTS
 from app.webhooks import Attempt, TargetRefused, deliver, signed_headers
 
 _log = logging.getLogger(__name__)
@@ -39,38 +41,11 @@ async def deliver_callback(
     body = json.dumps(summary(job), separators=(",", ":")).encode()
     outcome = await _attempt(policy, job.callback_url, message_id=str(job.id), body=body)
     async with tenant_transaction(sessions, tenant_id) as session:
-        key = {"tenant": tenant_id, "id": job_id}
-        if outcome.error is None:
-            await session.execute(
-                text(
-                    "update ingest_jobs set callback_status = 'delivered', callback_attempts"
-                    " = :n, callback_last_error = null, callback_next_at = null,"
-                    " callback_delivered_at = now() where tenant_id = :tenant and id = :id"
-                ),
-                {**key, "n": attempt},
-            )
-            return
-        now = datetime.now(UTC)
-        ended = job.finished_at or now
-        later = policy.next_attempt(attempts=attempt, now=now, ended=ended)
-        await session.execute(
-            text(
-                "update ingest_jobs set callback_status = :status, callback_attempts = :n,"
-                " callback_last_error = :error, callback_next_at = :at"
-                " where tenant_id = :tenant and id = :id"
-            ),
-            {
-                **key,
-                "status": "pending" if later else "failed",
-                "n": attempt,
-                "error": outcome.error[:MAX_ERROR_CHARS],
-                "at": later,
-            },
-        )
-        if later is not None:
-            await queue_attempt(
-                session, tenant_id=tenant_id, job_id=job_id, attempt=attempt + 1, at=later
-            )
+        later = await _record(session, policy, job, attempt=attempt, outcome=outcome)
+    if outcome.error is None:
+        JOB_CALLBACK_ATTEMPTS.labels(outcome="delivered").inc()
+        return
+    JOB_CALLBACK_ATTEMPTS.labels(outcome="retry" if later else "failed").inc()
     _log.warning(
         "job %s: callback attempt %d failed (%s); %s",
         job_id,
@@ -78,6 +53,44 @@ async def deliver_callback(
         outcome.error,
         f"next at {later.isoformat()}" if later else "given up",
     )
+
+
+async def _record(
+    session: AsyncSession, policy: CallbackPolicy, job: JobView, *, attempt: int, outcome: Attempt
+) -> datetime | None:
+    """Write how the attempt went; after a failure queue the next one, and return its time
+    (None: delivered, or given up)."""
+    key = {"tenant": job.tenant_id, "id": job.id, "n": attempt}
+    if outcome.error is None:
+        await session.execute(
+            text(
+                "update ingest_jobs set callback_status = 'delivered', callback_attempts = :n,"
+                " callback_last_error = null, callback_next_at = null,"
+                " callback_delivered_at = now() where tenant_id = :tenant and id = :id"
+            ),
+            key,
+        )
+        return None
+    now = datetime.now(UTC)
+    later = policy.next_attempt(attempts=attempt, now=now, ended=job.finished_at or now)
+    await session.execute(
+        text(
+            "update ingest_jobs set callback_status = :status, callback_attempts = :n,"
+            " callback_last_error = :error, callback_next_at = :at"
+            " where tenant_id = :tenant and id = :id"
+        ),
+        {
+            **key,
+            "status": "pending" if later else "failed",
+            "error": outcome.error[:MAX_ERROR_CHARS],
+            "at": later,
+        },
+    )
+    if later is not None:
+        await queue_attempt(
+            session, tenant_id=job.tenant_id, job_id=job.id, attempt=attempt + 1, at=later
+        )
+    return later
 
 
 async def _attempt(policy: CallbackPolicy, url: str, *, message_id: str, body: bytes) -> Attempt:

@@ -11,6 +11,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from prometheus_client import REGISTRY
 from pydantic import SecretStr
 from sqlalchemy import text
 from standardwebhooks.webhooks import Webhook, WebhookVerificationError
@@ -71,6 +72,7 @@ def payload(receiver: Receiver, index: int = -1) -> dict[str, Any]:
 async def test_a_callback_is_retried_until_accepted_and_every_attempt_is_signed(
     hooked: Settings, committed: SessionMaker, embedder: WordHashEmbedder, receiver: Receiver
 ) -> None:
+    before = {outcome: attempts_counted(outcome) for outcome in ("delivered", "retry")}
     async with app_client(hooked, committed, embedder) as http:
         tenant = await new_tenant(http, hooked, committed)
         body = {"documents": DOCUMENTS, "callback_url": receiver.url}
@@ -99,6 +101,13 @@ async def test_a_callback_is_retried_until_accepted_and_every_attempt_is_signed(
     assert message["type"] == "job.succeeded"
     assert message["data"]["job_id"] == job_id
     assert message["data"]["progress"]["documents_done"] == 1
+    assert attempts_counted("retry") - before["retry"] == 2
+    assert attempts_counted("delivered") - before["delivered"] == 1
+
+
+def attempts_counted(outcome: str) -> float:
+    value = REGISTRY.get_sample_value("rag_job_callback_attempts_total", {"outcome": outcome})
+    return value or 0.0
 
 
 async def test_the_reference_verifier_refuses_a_replay_and_a_stale_timestamp(
