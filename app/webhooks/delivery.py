@@ -1,6 +1,7 @@
-"""One delivery attempt: resolve and check the target's addresses, then POST to the address
-checked (the URL's host still names the server: the Host header, TLS server name and
-certificate), with no redirects, proxies or retries of its own, within one time limit."""
+"""One delivery attempt: resolve and check the target's addresses, then POST to an address
+checked (the next one when it refuses the connection), the URL's host still naming the server
+(the Host header, TLS server name and certificate), with no redirects, proxies or retries of
+its own, within one time limit."""
 
 from __future__ import annotations
 
@@ -30,8 +31,13 @@ async def deliver(
 ) -> Attempt:
     try:
         with anyio.fail_after(timeout_seconds):
-            address = await resolve(target)
-            return await _post(target, address, body=body, headers=headers)
+            *others, last = await resolve(target)
+            for address in others:  # the next address when one refuses the connection
+                try:
+                    return await _post(target, address, body=body, headers=headers)
+                except httpcore.ConnectError:
+                    continue
+            return await _post(target, last, body=body, headers=headers)
     except TargetRefused as error:
         return Attempt(None, f"refused: {error}")
     except TimeoutError:

@@ -54,11 +54,11 @@ def check_target(url: str, *, allowed_hosts: Collection[str]) -> Target:
     return Target(url=url, host=host, port=port or default, listed=listed)
 
 
-async def resolve(target: Target) -> str:
-    """The address to connect to: the host's first, after every one has been checked."""
+async def resolve(target: Target) -> list[str]:
+    """The host's addresses, to connect to in this order, once every one has been checked."""
     try:
         found = await anyio.getaddrinfo(target.host, target.port, type=socket.SOCK_STREAM)
-    except OSError as error:
+    except (OSError, UnicodeError, ValueError) as error:  # ValueError: not a host name at all
         raise TargetRefused(f"{target.host} does not resolve: {error}") from None
     addresses = [ipaddress.ip_address(str(sockaddr[0]).split("%")[0]) for *_, sockaddr in found]
     if not addresses:
@@ -70,7 +70,7 @@ async def resolve(target: Target) -> str:
                     f"{target.host} resolves to {address}, a private, loopback, link-local "
                     "or reserved address (list the host in RAG_WEBHOOK_ALLOWED_HOSTS to allow it)"
                 )
-    return str(addresses[0])
+    return list(dict.fromkeys(str(address) for address in addresses))
 
 
 def _public(address: _Address) -> bool:

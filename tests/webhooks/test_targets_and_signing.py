@@ -11,7 +11,8 @@ from pydantic import SecretStr, ValidationError
 from standardwebhooks.webhooks import Webhook
 
 from app.settings import Settings
-from app.webhooks import TargetRefused, check_target, resolve, signed_headers
+from app.webhooks import TargetRefused, check_target, deliver, resolve, signed_headers
+from tests.webhooks.receiver import receiving
 
 SECRET = "whsec_" + base64.b64encode(bytes(range(32))).decode()
 
@@ -76,10 +77,27 @@ async def test_private_loopback_and_link_local_addresses_are_refused(host: str) 
 
 
 async def test_a_listed_host_may_be_private_and_public_addresses_pass() -> None:
-    assert await resolve(check_target("http://127.0.0.1/x", allowed_hosts=["127.0.0.1"])) == (
-        "127.0.0.1"
-    )
-    assert await resolve(check_target("https://8.8.8.8/x", allowed_hosts=())) == "8.8.8.8"
+    listed = check_target("http://127.0.0.1/x", allowed_hosts=["127.0.0.1"])
+    assert await resolve(listed) == ["127.0.0.1"]
+    assert await resolve(check_target("https://8.8.8.8/x", allowed_hosts=())) == ["8.8.8.8"]
+
+
+async def test_a_delivery_connects_only_to_the_addresses_checked() -> None:
+    """`localhost` listed: its loopback addresses are tried in turn (the receiver listens on
+    127.0.0.1 only); not listed: refused before any connection."""
+    with receiving(SECRET, [204]) as receiver:
+        url = receiver.url.replace("127.0.0.1", "localhost")
+        body = b"{}"
+        headers = signed_headers(SECRET, message_id="m", timestamp=int(time.time()), body=body)
+        listed = check_target(url, allowed_hosts=["localhost"])
+        sent = await deliver(listed, body=body, headers=headers, timeout_seconds=10)
+        assert (sent.status, sent.error) == (204, None)
+        unlisted = check_target(url.replace("http://", "https://"), allowed_hosts=())
+        refused = await deliver(unlisted, body=body, headers=headers, timeout_seconds=10)
+        assert refused.status is None
+        assert refused.error is not None
+        assert "loopback" in refused.error
+    assert len(receiver.received) == 1
 
 
 def test_the_secret_must_be_a_standard_webhooks_one() -> None:
