@@ -26,6 +26,9 @@ from app.settings import Settings
 
 _log = logging.getLogger(__name__)
 MAX_ATTEMPTS = 8
+# An attempt that raised runs again after 1, 2, 3 ... seconds: 450 runs span 28 hours, so a
+# callback outlives a database outage as long as its own retry window.
+CALLBACK_TASK_RETRY = RetryStrategy(max_attempts=450, wait=1, linear_wait=1)
 
 
 def conninfo(database_url: str) -> str:
@@ -63,8 +66,9 @@ def build_queue(settings: Settings, services: JobServices) -> procrastinate.App:
     policy = CallbackPolicy.of(settings)
 
     # A failed attempt queues the next itself (callbacks.py): procrastinate retries only an
-    # attempt that raised (the database was unreachable), and the sweeper one whose worker died.
-    @queue.task(name=CALLBACK_TASK, queue=CALLBACK_QUEUE, retry=retry)
+    # attempt that raised (the database was unreachable, the worker was stopped), and the
+    # sweeper one whose worker died.
+    @queue.task(name=CALLBACK_TASK, queue=CALLBACK_QUEUE, retry=CALLBACK_TASK_RETRY)
     async def deliver_callback_task(job_id: str, tenant_id: str, attempt: int) -> None:
         await deliver_callback(
             services.sessions,
