@@ -11,13 +11,14 @@ import logging
 import time
 import uuid
 from datetime import UTC, datetime
+from typing import Any
 
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.db.tenancy import SessionMaker, tenant_transaction
 from app.jobs.callbacks import CallbackPolicy, queue_attempt
-from app.jobs.store import JobView, get_job_of, summary
+from app.jobs.store import JobView, get_job_of
 from app.observability.metrics import JOB_CALLBACK_ATTEMPTS
 from app.webhooks import Attempt, TargetRefused, deliver, signed_headers
 
@@ -38,7 +39,7 @@ async def deliver_callback(
     if job is None or job.callback_status != "pending" or job.callback_attempts >= attempt:
         return  # delivered, given up, made already (a repeated queue entry) or deleted
     assert job.callback_url is not None
-    body = json.dumps(summary(job), separators=(",", ":")).encode()
+    body = json.dumps(payload(job), separators=(",", ":")).encode()
     outcome = await _attempt(policy, job.callback_url, message_id=str(job.id), body=body)
     async with tenant_transaction(sessions, tenant_id) as session:
         later = await _record(session, policy, job, attempt=attempt, outcome=outcome)
@@ -53,6 +54,31 @@ async def deliver_callback(
         outcome.error,
         f"next at {later.isoformat()}" if later else "given up",
     )
+
+
+def payload(job: JobView) -> dict[str, Any]:
+    """What a callback says: the job's end and counts (its per-document results are read from
+    the job), in the Standard Webhooks payload form `{type, timestamp, data}`."""
+    ended = job.finished_at or job.updated_at
+    return {
+        "type": f"job.{job.status}",
+        "timestamp": ended.isoformat(),
+        "data": {
+            "job_id": str(job.id),
+            "status": job.status,
+            "error": job.error,
+            "progress": {
+                "documents_total": job.documents_total,
+                "documents_done": job.documents_done,
+                "documents_failed": job.documents_failed,
+                "chunks_done": job.chunks_done,
+                "bytes_total": job.bytes_total,
+            },
+            "created_at": job.created_at.isoformat(),
+            "started_at": None if job.started_at is None else job.started_at.isoformat(),
+            "finished_at": ended.isoformat(),
+        },
+    }
 
 
 async def _record(

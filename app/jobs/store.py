@@ -207,31 +207,6 @@ async def get_job_of(session: AsyncSession, *, tenant_id: str, job_id: uuid.UUID
     return None if row is None else JobView(*row)
 
 
-def summary(job: JobView) -> dict[str, Any]:
-    """What a callback says: the job's end and counts (its per-document results are read from
-    the job), in the Standard Webhooks payload form `{type, timestamp, data}`."""
-    ended = job.finished_at or job.updated_at
-    return {
-        "type": f"job.{job.status}",
-        "timestamp": ended.isoformat(),
-        "data": {
-            "job_id": str(job.id),
-            "status": job.status,
-            "error": job.error,
-            "progress": {
-                "documents_total": job.documents_total,
-                "documents_done": job.documents_done,
-                "documents_failed": job.documents_failed,
-                "chunks_done": job.chunks_done,
-                "bytes_total": job.bytes_total,
-            },
-            "created_at": job.created_at.isoformat(),
-            "started_at": None if job.started_at is None else job.started_at.isoformat(),
-            "finished_at": ended.isoformat(),
-        },
-    }
-
-
 async def list_jobs(
     session: AsyncSession, *, status: str | None, limit: int, offset: int
 ) -> tuple[list[JobView], int]:
