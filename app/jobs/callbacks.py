@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Self
 
+import anyio
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncSession
 
@@ -69,9 +70,12 @@ async def check_callback_url(url: str, policy: CallbackPolicy) -> str:
             "(a Standard Webhooks `whsec_` secret) to sign them"
         )
     try:
-        await resolve(policy.target(url))
+        with anyio.fail_after(policy.timeout_seconds):
+            await resolve(policy.target(url))
     except TargetRefused as error:
         _refuse(str(error))
+    except TimeoutError:
+        _refuse(f"its host did not resolve within {policy.timeout_seconds:g} s")
     return url
 
 
