@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import base64
+import binascii
 import json
 import logging
 import re
@@ -197,6 +199,18 @@ class Settings(BaseSettings):
     job_heartbeat_seconds: float = Field(default=10.0, gt=0)
     job_stalled_seconds: float = Field(default=30.0, gt=0)  # no heartbeat: the job runs again
 
+    # job callbacks (docs/JOBS.md, "Callbacks"): signed as Standard Webhooks say, with this
+    # `whsec_...` secret; without it a job's `callback_url` is refused
+    webhook_secret: SecretStr | None = None
+    # hosts a callback may reach over http, or at a private, loopback or link-local address
+    webhook_allowed_hosts: Annotated[list[str], NoDecode] = []
+    webhook_timeout_seconds: float = Field(default=10.0, gt=0, le=300)
+    # the first retry's delay, doubled after each failure up to the longest delay; retries go
+    # on until the window (from the job's end) has passed
+    webhook_retry_base_seconds: float = Field(default=5.0, gt=0)
+    webhook_retry_max_delay_seconds: float = Field(default=3600.0, gt=0)
+    webhook_retry_window_seconds: float = Field(default=24 * 3600.0, gt=0)
+
     # operations (docs/OBSERVABILITY.md)
     log_format: LogFormat = LogFormat.AUTO  # `rag serve`'s log lines: JSON, or text on a terminal
     metrics_tenant_label: bool = False  # a `tenant` label on per-tenant metrics (cardinality)
@@ -211,7 +225,9 @@ class Settings(BaseSettings):
             return [part.strip() for part in value.replace(",", " ").split() if part.strip()]
         return value
 
-    @field_validator("mcp_allowed_hosts", "mcp_allowed_origins", mode="before")
+    @field_validator(
+        "mcp_allowed_hosts", "mcp_allowed_origins", "webhook_allowed_hosts", mode="before"
+    )
     @classmethod
     def _split_lists(cls, value: object) -> object:
         """Comma- or space-separated in the environment (a JSON list works too)."""
@@ -232,6 +248,13 @@ class Settings(BaseSettings):
             return [part for part in _URL_SEPARATOR.split(value.strip()) if part]
         return value
 
+    @field_validator("webhook_secret")
+    @classmethod
+    def _standard_webhooks_secret(cls, value: SecretStr | None) -> SecretStr | None:
+        if value is not None:
+            webhook_key(value.get_secret_value())  # ValueError saying what is wrong
+        return value
+
     @field_validator("jwt_algorithms")
     @classmethod
     def _known_algorithms(cls, value: list[str]) -> list[str]:
@@ -247,6 +270,19 @@ class Settings(BaseSettings):
         if "basic" not in self.rate_limit_tiers:
             raise ValueError("RAG_RATE_LIMIT_TIERS must define the 'basic' tier")
         return self
+
+
+def webhook_key(secret: str) -> bytes:
+    """The HMAC key of a Standard Webhooks secret: the base64 after `whsec_`."""
+    if not secret.startswith("whsec_"):
+        raise ValueError("must start with whsec_ (a Standard Webhooks secret)")
+    try:
+        key = base64.b64decode(secret.removeprefix("whsec_"), validate=True)
+    except binascii.Error:
+        raise ValueError("the part after whsec_ must be base64") from None
+    if not 24 <= len(key) <= 64:
+        raise ValueError(f"must hold 24 to 64 bytes after whsec_, not {len(key)}")
+    return key
 
 
 def with_dev_jwt_secret(settings: Settings) -> Settings:

@@ -27,6 +27,7 @@ from app.errors import BadRequest, PayloadTooLarge, Unprocessable, UnsupportedMe
 from app.ingest.parsing import sniff_source_type
 from app.ingest.store import DEFAULT_COLLECTION
 from app.jobs import JobInput, JobLimits, cancel_job, get_job, list_jobs, submit_job
+from app.jobs.callbacks import CallbackPolicy, check_callback_url
 from app.json_input import parse_json
 from app.permissions import USER_PREFIX
 from app.settings import Settings
@@ -34,7 +35,8 @@ from app.settings import Settings
 router = APIRouter(prefix="/api/rag/jobs", tags=["jobs"], responses=GATED)
 PATH = "/api/rag/jobs"
 _FORM_FIELDS = {
-    *("files", "file", "title", "external_id", "collection", "source_url", "metadata", "access")
+    *("files", "file", "title", "external_id", "collection", "source_url", "metadata", "access"),
+    "callback_url",
 }
 _SUBMIT_BODY = {
     "requestBody": {
@@ -56,6 +58,10 @@ _SUBMIT_BODY = {
                         "metadata": {"type": "string", "description": "A JSON object."},
                         "title": {"type": "string", "description": "With one file only."},
                         "external_id": {"type": "string", "description": "With one file only."},
+                        "callback_url": {
+                            "type": "string",
+                            "description": "Called (a signed POST) when the job ends.",
+                        },
                     },
                     "required": ["files"],
                 }
@@ -85,8 +91,12 @@ async def submit(
     request: Request, caller: IngestCaller, resources: ResourcesDep, response: Response
 ) -> JobAccepted:
     """Ingest files (multipart `files`, several) or JSON `documents` in the background; poll
-    the `Location` for progress. Each document is all-or-nothing; a bad one fails alone."""
-    inputs = await _inputs(request, resources.settings)
+    the `Location` for progress, or give a `callback_url` to be called (a signed POST) when
+    the job ends. Each document is all-or-nothing; a bad one fails alone."""
+    inputs, callback_url = await _inputs(request, resources.settings)
+    if callback_url is not None:
+        policy = CallbackPolicy.of(resources.settings)
+        callback_url = await check_callback_url(callback_url, policy)
     limits = JobLimits(
         max_queued_jobs=resources.settings.job_max_queued_jobs,
         max_queued_bytes=resources.settings.job_max_queued_bytes,
@@ -99,6 +109,7 @@ async def submit(
             limits=limits,
             submitter=USER_PREFIX + caller.principal.subject,
             readers=caller.principal.readers,
+            callback_url=callback_url,
         )
     response.headers["Location"] = f"{PATH}/{job_id}"
     size = sum(len(item.content) for item in inputs)
@@ -138,22 +149,23 @@ async def cancel(job_id: uuid.UUID, caller: IngestCaller, resources: ResourcesDe
         return JobOut.of(await cancel_job(session, job_id))
 
 
-async def _inputs(request: Request, settings: Settings) -> list[JobInput]:
+async def _inputs(request: Request, settings: Settings) -> tuple[list[JobInput], str | None]:
+    """The job's documents, and its callback URL."""
     kind = request.headers.get("content-type", "").split(";")[0].strip().lower()
     if kind == "application/json":
-        inputs = await _json_inputs(request)
+        inputs, callback_url = await _json_inputs(request)
     elif kind == "multipart/form-data":
-        inputs = await _file_inputs(request, settings)
+        inputs, callback_url = await _file_inputs(request, settings)
     else:
         raise UnsupportedMediaType("send multipart/form-data (files) or application/json")
     if len(inputs) > settings.job_max_documents:
         raise PayloadTooLarge(
             f"a job holds at most {settings.job_max_documents} documents (RAG_JOB_MAX_DOCUMENTS)"
         )
-    return inputs
+    return inputs, callback_url
 
 
-async def _json_inputs(request: Request) -> list[JobInput]:
+async def _json_inputs(request: Request) -> tuple[list[JobInput], str | None]:
     try:
         # parsed like FastAPI's own bodies: a lone surrogate escape then reaches the field's own
         # rule (a 422 naming it) instead of failing the whole parse
@@ -184,17 +196,17 @@ async def _json_inputs(request: Request) -> list[JobInput]:
         inputs.append(
             JobInput(doc.content.encode(), True, doc.source_type.value, doc.title, fields)
         )
-    return inputs
+    return inputs, body.callback_url
 
 
 def _field_error(error: Any) -> dict[str, str]:
     return {"field": ".".join(str(part) for part in error["loc"]), "message": error["msg"]}
 
 
-async def _file_inputs(request: Request, settings: Settings) -> list[JobInput]:
+async def _file_inputs(request: Request, settings: Settings) -> tuple[list[JobInput], str | None]:
     form = await request.form(max_files=settings.job_max_documents, max_fields=50)
     try:
-        return await _form_inputs(form, settings)
+        return await _form_inputs(form, settings), _text_field(form, "callback_url")
     finally:
         await form.close()
 

@@ -16,6 +16,11 @@ JobStatus = Literal["queued", "running", "succeeded", "failed", "cancelled", "pa
 
 class JobDocumentsIn(Strict):
     documents: Annotated[list[DocumentIn], Field(min_length=1)]
+    callback_url: str | None = Field(
+        default=None,
+        description="Called (a POST signed as Standard Webhooks say) when the job ends: "
+        "https, or a host the service's operator allowed (docs/JOBS.md).",
+    )
 
 
 class JobAccepted(BaseModel):
@@ -45,6 +50,31 @@ class Timings(BaseModel):
     run_seconds: float | None
 
 
+class Callback(BaseModel):
+    url: str
+    status: Literal["waiting", "pending", "delivered", "failed"] = Field(
+        description="`waiting` for the job's end, `pending` until a receiver accepts (2xx), "
+        "`delivered`, or `failed` once the retry window has passed."
+    )
+    attempts: int
+    last_error: str | None
+    next_attempt_at: datetime | None
+    delivered_at: datetime | None
+
+    @classmethod
+    def of(cls, job: JobView) -> Self | None:
+        if job.callback_url is None or job.callback_status is None:
+            return None
+        return cls(
+            url=job.callback_url,
+            status=job.callback_status,
+            attempts=job.callback_attempts,
+            last_error=job.callback_last_error,
+            next_attempt_at=job.callback_next_at,
+            delivered_at=job.callback_delivered_at,
+        )
+
+
 class JobOut(BaseModel):
     job_id: uuid.UUID
     status: JobStatus
@@ -56,6 +86,7 @@ class JobOut(BaseModel):
     error: str | None
     turns: int
     timings: Timings
+    callback: Callback | None = Field(description="The job's callback, when it has one.")
 
     @classmethod
     def of(cls, job: JobView) -> Self:
@@ -85,6 +116,7 @@ class JobOut(BaseModel):
                 queued_seconds=_seconds(job.created_at, job.started_at),
                 run_seconds=_seconds(job.started_at, end if job.started_at else None),
             ),
+            callback=Callback.of(job),
         )
 
 

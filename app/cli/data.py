@@ -65,6 +65,14 @@ def ingest(
             "files and folders; the work goes on if this command stops).",
         ),
     ] = False,
+    callback_url: Annotated[
+        str | None,
+        typer.Option(
+            "--callback-url",
+            help="With --background: the service POSTs each job's summary here, signed "
+            "(Standard Webhooks), when it ends.",
+        ),
+    ] = None,
 ) -> None:
     """Ingest files (PDF, Word, PowerPoint, Excel, EPUB, ODT, markdown, HTML, text); exit
     status 1 when any file failed.
@@ -85,11 +93,24 @@ def ingest(
         return
     if background and not url:
         fail("--background needs --url (or RAG_URL): jobs run on a service")
+    if callback_url and not background:
+        fail("--callback-url needs --background: a job calls back when it ends")
     if target := remote(url, token, tenant):
         from app.cli import remote as over_http
 
-        send = over_http.ingest_background if background else over_http.ingest
-        summary = send(target, files, collection=collection, access=chosen, console=errors)
+        if background:
+            summary = over_http.ingest_background(
+                target,
+                files,
+                collection=collection,
+                access=chosen,
+                callback_url=callback_url,
+                console=errors,
+            )
+        else:
+            summary = over_http.ingest(
+                target, files, collection=collection, access=chosen, console=errors
+            )
     else:
         who = required_tenant(tenant)  # before the import: a missing --tenant fails at once
         from app.cli import local

@@ -175,10 +175,12 @@ def ingest_background(
     *,
     collection: str | None,
     access: Sequence[str] = (),
+    callback_url: str | None = None,
     console: Console,
 ) -> Summary:
-    """Submit the files as ingestion jobs, then show the service's progress until they end;
-    the summary is the jobs' per-document results."""
+    """Submit the files as ingestion jobs (each calling back `callback_url` when it ends),
+    then show the service's progress until they end; the summary is the jobs' per-document
+    results."""
     summary = Summary(files=len(files))
     with connect(target) as rag:
         job_ids = [
@@ -186,10 +188,13 @@ def ingest_background(
                 [(file.external_id, file.path.read_bytes()) for file in batch],
                 collection=collection,
                 access=list(access),
+                callback_url=callback_url,
             ).job_id
             for batch in _batches(files)
         ]
         console.print(f"submitted {len(files)} files as {len(job_ids)} job(s): {_ids(job_ids)}")
+        if callback_url:
+            console.print(f"each job calls back {callback_url} when it ends")
         columns = (
             TextColumn("{task.description}"),
             BarColumn(),

@@ -2,7 +2,8 @@
 
 `run_workers` runs `concurrency` workers in this process until cancelled, plus the sweeper:
 a job whose worker stopped sending heartbeats (kill -9, machine lost) goes back to the queue
-and another worker finishes it. `stop_workers` cancels them, whatever moment it comes at."""
+and another worker finishes it. The same workers deliver the jobs' callbacks (callbacks.py).
+`stop_workers` cancels them, whatever moment it comes at."""
 
 from __future__ import annotations
 
@@ -17,12 +18,17 @@ import procrastinate
 from procrastinate import JobContext, RetryStrategy
 from sqlalchemy.engine import make_url
 
+from app.jobs.callbacks import CALLBACK_QUEUE, CALLBACK_TASK, CallbackPolicy
+from app.jobs.deliveries import deliver_callback
 from app.jobs.runner import JobServices, fail_job, run_turn
 from app.jobs.store import QUEUE, TASK
 from app.settings import Settings
 
 _log = logging.getLogger(__name__)
 MAX_ATTEMPTS = 8
+# An attempt that raised runs again after 1, 2, 3 ... seconds: 450 runs span 28 hours, so a
+# callback outlives a database outage as long as its own retry window.
+CALLBACK_TASK_RETRY = RetryStrategy(max_attempts=450, wait=1, linear_wait=1)
 
 
 def conninfo(database_url: str) -> str:
@@ -57,6 +63,21 @@ def build_queue(settings: Settings, services: JobServices) -> procrastinate.App:
                 )
             raise
 
+    policy = CallbackPolicy.of(settings)
+
+    # A failed attempt queues the next itself (callbacks.py): procrastinate retries only an
+    # attempt that raised (the database was unreachable, the worker was stopped), and the
+    # sweeper one whose worker died.
+    @queue.task(name=CALLBACK_TASK, queue=CALLBACK_QUEUE, retry=CALLBACK_TASK_RETRY)
+    async def deliver_callback_task(job_id: str, tenant_id: str, attempt: int) -> None:
+        await deliver_callback(
+            services.sessions,
+            policy,
+            job_id=uuid.UUID(job_id),
+            tenant_id=tenant_id,
+            attempt=attempt,
+        )
+
     return queue
 
 
@@ -74,7 +95,7 @@ async def run_workers(settings: Settings, services: JobServices, *, concurrency:
             sweeper = asyncio.create_task(_sweep(queue, settings))
             try:
                 await queue.run_worker_async(
-                    queues=[QUEUE],
+                    queues=[QUEUE, CALLBACK_QUEUE],
                     concurrency=concurrency,
                     wait=True,
                     install_signal_handlers=False,
@@ -122,11 +143,13 @@ async def _sweep(queue: procrastinate.App, settings: Settings) -> None:
 
 
 async def requeue_stalled(queue: procrastinate.App, *, stalled_seconds: float) -> list[Any]:
-    stalled = list(
-        await queue.job_manager.get_stalled_jobs(
-            queue=QUEUE, seconds_since_heartbeat=stalled_seconds
+    stalled = [
+        job
+        for name in (QUEUE, CALLBACK_QUEUE)
+        for job in await queue.job_manager.get_stalled_jobs(
+            queue=name, seconds_since_heartbeat=stalled_seconds
         )
-    )
+    ]
     for job in stalled:
         _log.warning("job turn %s lost its worker; queued again", job.id)
         await queue.job_manager.retry_job(job)

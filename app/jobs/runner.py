@@ -25,6 +25,7 @@ from app.ingest.documents import ingest_documents
 from app.ingest.inputs import DocumentInput
 from app.ingest.parsing import Parser, SourceType
 from app.ingest.versions import IngestResult
+from app.jobs.callbacks import announce_end
 from app.jobs.store import FINAL, queue_turn
 from app.permissions import Readers
 
@@ -201,6 +202,7 @@ async def _finish(
         text("delete from ingest_job_inputs where tenant_id = :tenant and job_id = :id"),
         {"tenant": tenant_id, "id": job_id},
     )
+    await announce_end(session, tenant_id=tenant_id, job_id=job_id)
 
 
 async def fail_job(
@@ -220,6 +222,7 @@ async def fail_job(
             text("delete from ingest_job_inputs where tenant_id = :tenant and job_id = :id"),
             {"tenant": tenant_id, "id": job_id},
         )
+        await announce_end(session, tenant_id=tenant_id, job_id=job_id)
 
 
 def _document(item: Any) -> DocumentInput:

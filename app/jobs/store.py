@@ -15,6 +15,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.db.tenancy import tenant_of
 from app.errors import NotFound, PayloadTooLarge, RateLimited
+from app.jobs.callbacks import announce_end
 from app.permissions import Readers
 
 QUEUE = "ingest"
@@ -61,6 +62,12 @@ class JobView:
     started_at: datetime | None
     finished_at: datetime | None
     updated_at: datetime
+    callback_url: str | None
+    callback_status: str | None
+    callback_attempts: int
+    callback_last_error: str | None
+    callback_next_at: datetime | None
+    callback_delivered_at: datetime | None
 
 
 _COLUMNS = ", ".join(JobView.__slots__)
@@ -83,10 +90,12 @@ async def submit_job(
     limits: JobLimits,
     submitter: str,
     readers: Readers,
+    callback_url: str | None = None,
 ) -> uuid.UUID:
     """Store the job and its inputs and queue its first turn, atomically; 429/413 past the
     tenant's limits on queued jobs and queued bytes. The job's documents are written later as
-    `readers` (who submitted it), and only `submitter` (or an all-documents caller) sees it."""
+    `readers` (who submitted it), and only `submitter` (or an all-documents caller) sees it.
+    A `callback_url` (checked by `check_callback_url`) is called when the job ends."""
     size = sum(len(item.content) for item in inputs)
     active, pending = (
         await session.execute(
@@ -112,7 +121,8 @@ async def submit_job(
     await session.execute(
         text(
             "insert into ingest_jobs (id, tenant_id, documents_total, bytes_total, bytes_pending,"
-            " submitter, readers) values (:id, :t, :n, :b, :b, :who, cast(:readers as jsonb))"
+            " submitter, readers, callback_url, callback_status) values (:id, :t, :n, :b, :b,"
+            " :who, cast(:readers as jsonb), :callback, :callback_status)"
         ),
         {
             "id": job_id,
@@ -121,6 +131,8 @@ async def submit_job(
             "b": size,
             "who": submitter,
             "readers": json.dumps(readers.to_json()),
+            "callback": callback_url,
+            "callback_status": None if callback_url is None else "waiting",
         },
     )
     await session.execute(
@@ -184,6 +196,17 @@ async def get_job(session: AsyncSession, job_id: uuid.UUID) -> JobView:
     return JobView(*row)
 
 
+async def get_job_of(session: AsyncSession, *, tenant_id: str, job_id: uuid.UUID) -> JobView | None:
+    """The job as the workers see it (whoever submitted it)."""
+    row = (
+        await session.execute(
+            text(f"select {_COLUMNS} from ingest_jobs where tenant_id = :tenant and id = :id"),
+            {"tenant": tenant_id, "id": job_id},
+        )
+    ).one_or_none()
+    return None if row is None else JobView(*row)
+
+
 async def list_jobs(
     session: AsyncSession, *, status: str | None, limit: int, offset: int
 ) -> tuple[list[JobView], int]:
@@ -224,6 +247,7 @@ async def cancel_job(session: AsyncSession, job_id: uuid.UUID) -> JobView:
         await session.execute(
             text("delete from ingest_job_inputs where tenant_id = :tenant and job_id = :id"), key
         )
+        await announce_end(session, tenant_id=tenant_of(session), job_id=job_id)
     else:
         await session.execute(
             text(

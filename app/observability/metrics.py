@@ -109,6 +109,13 @@ INGESTED_DOCUMENTS = Counter(
     ["outcome"],
 )
 INGESTED_CHUNKS = Counter("rag_ingest_chunks", "Chunks written by ingestion.")
+# job callbacks (app/jobs/deliveries.py)
+JOB_CALLBACK_ATTEMPTS = Counter(
+    "rag_job_callback_attempts",
+    "Job callback delivery attempts, by outcome: delivered, retry (failed, tried again later), "
+    "failed (failed, and the retry window has passed).",
+    ["outcome"],
+)
 DEDUPE_RUNS = Counter(
     "rag_dedupe_runs", "Near-duplicate searches, by dry_run (true: a preview).", ["dry_run"]
 )

@@ -216,3 +216,43 @@ def test_a_coordinator_without_workers_is_refused(cluster: Cluster) -> None:
         assert _untouched(cluster, name)
     finally:
         cluster.drop_database(name)
+
+
+def test_the_job_callbacks_migration_downgrades_and_upgrades_on_the_distributed_schema(
+    citus_db: DatabaseUrls,
+) -> None:
+    """0014 adds columns to `ingest_jobs`, already distributed: on every shard, and back."""
+    config = alembic_config(embedding_dimensions=DIMENSIONS, app_role=APP_ROLE)
+
+    def to(revision: str) -> None:
+        def step(conn: Connection) -> None:
+            config.attributes["connection"] = conn
+            if revision == "0013":
+                command.downgrade(config, revision)
+            else:
+                command.upgrade(config, revision)
+
+        async def run() -> None:
+            engine = create_async_engine(async_url(citus_db.owner_url))
+            try:
+                async with engine.begin() as conn:
+                    await conn.run_sync(step)
+            finally:
+                await engine.dispose()
+
+        asyncio.run(run())
+
+    def columns() -> set[str]:
+        rows = fetch(
+            citus_db.owner_url,
+            "select result from run_command_on_shards('ingest_jobs', $$select count(*)"
+            " from pg_attribute where attrelid = '%1$s'::regclass"
+            " and attname like 'callback\\_%%' and not attisdropped$$)",
+        )
+        return {row["result"] for row in rows}
+
+    assert columns() == {"6"}
+    to("0013")
+    assert columns() == {"0"}
+    to("0014")
+    assert columns() == {"6"}

@@ -4,6 +4,7 @@ over a database of its own (its data is committed, so it stays out of the other 
 from __future__ import annotations
 
 import asyncio
+import base64
 import os
 import socket
 import threading
@@ -30,6 +31,7 @@ TINY_TIER = "tiny"  # 2 requests per 2-second window: 429s come quickly and pass
 WINDOW_SECONDS = 2
 UPLOAD_MAX_BYTES = 64 * 1024
 ADMIN_SCOPES = "rag:search rag:ingest rag:admin"
+WEBHOOK_SECRET = "whsec_" + base64.b64encode(b"the live service's webhook key!!").decode()
 
 
 @dataclass(frozen=True, slots=True)
@@ -110,6 +112,10 @@ def live(database: DatabaseUrls, settings: Settings) -> Iterator[LiveService]:
             "upload_max_bytes": UPLOAD_MAX_BYTES,
             "tenant_cache_seconds": 0.0,
             "job_workers": 1,  # the client's jobs (test_jobs.py) are run by the service
+            # job callbacks to a receiver on loopback (test_jobs.py, test_cli_remote.py)
+            "webhook_secret": SecretStr(WEBHOOK_SECRET),
+            "webhook_allowed_hosts": ["127.0.0.1"],
+            "webhook_retry_base_seconds": 0.2,
         }
     )
     running = serve_in_thread(served)

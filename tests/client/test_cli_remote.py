@@ -6,6 +6,7 @@ from __future__ import annotations
 import io
 import logging
 import os
+import time
 import uuid
 from pathlib import Path
 
@@ -17,7 +18,8 @@ from app.cli.options import Remote
 from app.cli.remote import connect
 from tests.api.test_upload import pdf_bytes
 from tests.cli.imports import Run, run_rag
-from tests.client.conftest import ADMIN_SCOPES, TINY_TIER, LiveService
+from tests.client.conftest import ADMIN_SCOPES, TINY_TIER, WEBHOOK_SECRET, LiveService
+from tests.webhooks.receiver import receiving
 
 PNG = b"\x89PNG\r\n\x1a\n" + b"\x00" * 32
 
@@ -158,6 +160,35 @@ def test_ingest_in_the_background_shows_the_jobs_results(
     alone = run_rag("ingest", str(folder), "--background", "--tenant", "x", env=env)
     assert alone.returncode == 2
     assert "--background needs --url" in alone.stderr
+
+
+def test_ingest_in_the_background_can_call_back(
+    live: LiveService, env: dict[str, str], tmp_path: Path
+) -> None:
+    """`--callback-url`: each job POSTs its summary, signed, when it ends."""
+    token = live.token(live.tenant())
+    folder = _folder(tmp_path)
+    with receiving(WEBHOOK_SECRET, [204]) as receiver:
+        remote = ("--url", live.url, "--token", token, "--background")
+        run = _light(
+            run_rag("ingest", str(folder), *remote, "--callback-url", receiver.url, env=env)
+        )
+        assert run.returncode == 0, run.stderr
+        assert f"each job calls back {receiver.url}" in run.stderr
+        job_id = run.stderr.split("job(s): ")[1].split()[0]
+        with RagClient(live.url, token) as rag:
+            deadline = time.monotonic() + 60
+            while (callback := rag.job(job_id).callback) and callback.status != "delivered":
+                assert time.monotonic() < deadline, callback
+                time.sleep(0.2)
+    [delivered] = receiver.received
+    assert delivered.verified
+    assert delivered.headers["webhook-id"] == job_id
+    alone = run_rag(
+        "ingest", str(folder), "--callback-url", receiver.url, "--url", live.url, env=env
+    )
+    assert alone.returncode == 2
+    assert "--callback-url needs --background" in alone.stderr
 
 
 def test_a_folder_costs_a_few_requests(

@@ -3,13 +3,24 @@ documents, wait with a progress callback, list, cancel; sync and async alike."""
 
 from __future__ import annotations
 
+import json
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from rag_client import AsyncRagClient, Job, JobStatus, NewDocument, NotFound, RagClient
+from rag_client import (
+    AsyncRagClient,
+    Job,
+    JobStatus,
+    NewDocument,
+    NotFound,
+    ProblemError,
+    RagClient,
+)
 
-from tests.client.conftest import LiveService
+from tests.client.conftest import WEBHOOK_SECRET, LiveService
+from tests.webhooks.receiver import receiving
 
 
 @pytest.fixture
@@ -67,3 +78,28 @@ async def test_the_async_client_waits_too(live: LiveService) -> None:
         done = await rag.wait(accepted.job_id, poll_seconds=0.2, timeout_seconds=120)
         assert done.status is JobStatus.SUCCEEDED
         assert (await rag.job(accepted.job_id)).progress.documents_done == 1
+
+
+def test_a_job_calls_back_when_it_ends(rag: RagClient) -> None:
+    with receiving(WEBHOOK_SECRET, [204]) as receiver:
+        accepted = rag.submit(
+            documents=[NewDocument(title="Tides", content="High tide at noon.")],
+            callback_url=receiver.url,
+        )
+        files = rag.submit([("notes.txt", b"Buoys mark the channel.")], callback_url=receiver.url)
+        for job_id in (accepted.job_id, files.job_id):
+            rag.wait(job_id, poll_seconds=0.2, timeout_seconds=120)
+            deadline = time.monotonic() + 60
+            while (job := rag.job(job_id)).callback and job.callback.status != "delivered":
+                assert time.monotonic() < deadline, job.callback
+                time.sleep(0.2)
+            assert job.callback is not None
+            assert (job.callback.url, job.callback.attempts) == (receiver.url, 1)
+    assert all(r.verified for r in receiver.received)
+    sent = {r.headers["webhook-id"]: json.loads(r.body) for r in receiver.received}
+    assert sent[str(accepted.job_id)]["type"] == "job.succeeded"
+    assert set(sent) == {str(accepted.job_id), str(files.job_id)}
+    with pytest.raises(ProblemError) as refused:
+        rag.submit([("a.md", b"a")], callback_url="https://10.0.0.1/hook")
+    assert refused.value.status == 422
+    assert "callback_url" in refused.value.detail

@@ -46,7 +46,14 @@ from rag_client.errors import (
     Unauthorized,
     UnsupportedMediaType,
 )
-from rag_client.job_models import Job, JobAccepted, JobPage, JobStatus
+from rag_client.job_models import (
+    CallbackStatus,
+    Job,
+    JobAccepted,
+    JobCallback,
+    JobPage,
+    JobStatus,
+)
 from rag_client.models import (
     BatchItem,
     BatchResult,
@@ -85,6 +92,7 @@ __all__ = [
     "BadRequest",
     "BatchItem",
     "BatchResult",
+    "CallbackStatus",
     "Chunk",
     "Citation",
     "CitationStyle",
@@ -107,6 +115,7 @@ __all__ = [
     "Invalid",
     "Job",
     "JobAccepted",
+    "JobCallback",
     "JobCounts",
     "JobPage",
     "JobStatus",

@@ -220,7 +220,8 @@ class AsyncRagClient:
         documents: Sequence[NewDocument] = (),
         **options: Unpack[calls.JobOptions],
     ) -> JobAccepted:
-        """Files (paths, or (name, bytes) pairs) or documents for background ingestion."""
+        """Files (paths, or (name, bytes) pairs) or documents for background ingestion;
+        `callback_url=` is POSTed the job's summary, signed, when it ends (docs/JOBS.md)."""
         return await self._send(job_submission(files, documents, options))
 
     async def job(self, job_id: uuid.UUID | str) -> Job:

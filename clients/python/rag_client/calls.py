@@ -233,6 +233,8 @@ class JobOptions(TypedDict, total=False):
     source_url: str | None
     metadata: Mapping[str, JsonValue] | None
     access: Sequence[str] | None
+    # POSTed (signed, Standard Webhooks) when the job ends; files or documents alike
+    callback_url: str | None
 
 
 JobFile = str | PathLike[str] | tuple[str, bytes]  # a path, or (name, bytes)
@@ -254,6 +256,7 @@ def submit_files(files: Sequence[JobFile], options: JobOptions) -> Call[JobAccep
         for key, value in (
             ("collection", options.get("collection")),
             ("source_url", options.get("source_url")),
+            ("callback_url", options.get("callback_url")),
         )
         if value is not None
     }
@@ -264,8 +267,12 @@ def submit_files(files: Sequence[JobFile], options: JobOptions) -> Call[JobAccep
     return Call("POST", f"{RAG}/jobs", _reads(JobAccepted), files=parts, data=form)
 
 
-def submit_documents(documents: Sequence[NewDocument]) -> Call[JobAccepted]:
-    body: JsonValue = {"documents": [_body(document) for document in documents]}
+def submit_documents(
+    documents: Sequence[NewDocument], *, callback_url: str | None = None
+) -> Call[JobAccepted]:
+    body: dict[str, JsonValue] = {"documents": [_body(document) for document in documents]}
+    if callback_url is not None:
+        body["callback_url"] = callback_url
     return Call("POST", f"{RAG}/jobs", _reads(JobAccepted), json=body)
 
 
@@ -275,9 +282,11 @@ def job_submission(
     """A job of files or of documents (one or the other)."""
     if bool(files) == bool(documents):
         raise ValueError("submit either files or documents")
-    if documents and options:
+    if documents and set(options) - {"callback_url"}:
         raise ValueError("collection, source_url, metadata and access go on each document")
-    return submit_files(files, options) if files else submit_documents(documents)
+    if files:
+        return submit_files(files, options)
+    return submit_documents(documents, callback_url=options.get("callback_url"))
 
 
 def get_job(job_id: uuid.UUID | str) -> Call[Job]:

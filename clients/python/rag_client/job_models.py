@@ -51,6 +51,27 @@ class Timings(Reply):
     run_seconds: float | None
 
 
+class CallbackStatus(StrEnum):
+    """`waiting` for the job's end, `pending` until a receiver accepts, `delivered`, or
+    `failed` once the retry window has passed."""
+
+    WAITING = "waiting"
+    PENDING = "pending"
+    DELIVERED = "delivered"
+    FAILED = "failed"
+
+
+class JobCallback(Reply):
+    """Where the job's end is POSTed (signed), and how that stands."""
+
+    url: str
+    status: CallbackStatus
+    attempts: int
+    last_error: str | None
+    next_attempt_at: datetime | None = None
+    delivered_at: datetime | None = None
+
+
 class Job(Reply):
     job_id: uuid.UUID
     status: JobStatus
@@ -60,6 +81,7 @@ class Job(Reply):
     error: str | None
     turns: int
     timings: Timings
+    callback: JobCallback | None = None
 
 
 class JobPage(Reply):

@@ -1,0 +1,83 @@
+"""Where a webhook may go. https only, and never to a private, loopback, link-local or other
+non-public address, unless its host is listed (RAG_WEBHOOK_ALLOWED_HOSTS): a listed host may
+use http and any address. The name is resolved and its addresses checked at submission and
+again before each delivery, which then connects to the address checked (a name that resolves
+elsewhere later cannot send it inside)."""
+
+from __future__ import annotations
+
+import ipaddress
+import socket
+from collections.abc import Collection
+from dataclasses import dataclass
+from urllib.parse import urlsplit
+
+import anyio
+
+MAX_URL_CHARS = 2048
+_Address = ipaddress.IPv4Address | ipaddress.IPv6Address
+
+
+class TargetRefused(ValueError):
+    """The URL may not be called; the message says why."""
+
+
+@dataclass(frozen=True, slots=True)
+class Target:
+    url: str
+    host: str  # lower case, IPv6 without brackets
+    port: int
+    listed: bool
+
+
+def check_target(url: str, *, allowed_hosts: Collection[str]) -> Target:
+    """The URL's form: an absolute http(s) URL with a host and no credentials, https unless
+    its host is listed. Its addresses are checked by `resolve`."""
+    if len(url) > MAX_URL_CHARS:
+        raise TargetRefused(f"longer than {MAX_URL_CHARS} characters")
+    try:
+        parts = urlsplit(url)
+        port = parts.port
+    except ValueError as error:
+        raise TargetRefused(f"not a valid URL: {error}") from None
+    host = (parts.hostname or "").rstrip(".")
+    if parts.scheme not in ("http", "https") or not host:
+        raise TargetRefused("must be an absolute http(s) URL")
+    if parts.username is not None or parts.password is not None:
+        raise TargetRefused("must not carry credentials: the signature authenticates the call")
+    listed = host in {_host(entry) for entry in allowed_hosts}
+    if parts.scheme != "https" and not listed:
+        raise TargetRefused(
+            f"must be https (or its host, {host}, listed in RAG_WEBHOOK_ALLOWED_HOSTS)"
+        )
+    default = 443 if parts.scheme == "https" else 80
+    return Target(url=url, host=host, port=port or default, listed=listed)
+
+
+async def resolve(target: Target) -> list[str]:
+    """The host's addresses, to connect to in this order, once every one has been checked."""
+    try:
+        found = await anyio.getaddrinfo(target.host, target.port, type=socket.SOCK_STREAM)
+    except (OSError, UnicodeError, ValueError) as error:  # ValueError: not a host name at all
+        raise TargetRefused(f"{target.host} does not resolve: {error}") from None
+    addresses = [ipaddress.ip_address(str(sockaddr[0]).split("%")[0]) for *_, sockaddr in found]
+    if not addresses:
+        raise TargetRefused(f"{target.host} does not resolve")
+    if not target.listed:
+        for address in addresses:
+            if not _public(address):
+                raise TargetRefused(
+                    f"{target.host} resolves to {address}, a private, loopback, link-local "
+                    "or reserved address (list the host in RAG_WEBHOOK_ALLOWED_HOSTS to allow it)"
+                )
+    return list(dict.fromkeys(str(address) for address in addresses))
+
+
+def _public(address: _Address) -> bool:
+    if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
+        address = address.ipv4_mapped
+    return address.is_global and not address.is_multicast
+
+
+def _host(entry: str) -> str:
+    return entry.strip().lower().removeprefix("[").removesuffix("]").rstrip(".")
