@@ -69,11 +69,15 @@ def _serve(tenant: str, work: Callable[[Resources], Awaitable[T]]) -> T:
     tenant: docs/PERMISSIONS.md); its traffic counts are written when they close."""
 
     async def opened(settings: Settings) -> T:
+        await _on_catalog(settings, tenant, _nothing)  # before the model loads: fails fast
         async with open_resources(settings, verifier=TokenVerifier([])) as resources:
-            await resources.tenants.require_active(tenant)
             return await work(resources.reading_as_caller(EVERY_DOCUMENT))
 
     return _in_process(opened)
+
+
+async def _nothing(_sessions: SessionMaker) -> None:
+    return None
 
 
 def _in_process(opened: Callable[[Settings], Coroutine[None, None, T]]) -> T:
@@ -86,19 +90,22 @@ def _in_process(opened: Callable[[Settings], Coroutine[None, None, T]]) -> T:
 
 def _run_catalog(tenant: str, work: Callable[[SessionMaker], Awaitable[T]]) -> T:
     """`work` on the tenant's documents, without loading the model."""
+    return _in_process(lambda settings: _on_catalog(settings, tenant, work))
 
-    async def opened(settings: Settings) -> T:
-        assert settings.database_url is not None
-        engine = create_engine(settings.database_url.get_secret_value(), pool_size=1)
-        try:
-            # the operator's command: every document of the tenant (docs/PERMISSIONS.md)
-            sessions = reading_as(create_sessionmaker(engine), EVERY_DOCUMENT)
-            await TenantDirectory(sessions, ttl_seconds=0).require_active(tenant)
-            return await work(sessions)
-        finally:
-            await engine.dispose()
 
-    return _in_process(opened)
+async def _on_catalog(
+    settings: Settings, tenant: str, work: Callable[[SessionMaker], Awaitable[T]]
+) -> T:
+    """`work` once the tenant is found active, on a one-connection engine of its own."""
+    assert settings.database_url is not None
+    engine = create_engine(settings.database_url.get_secret_value(), pool_size=1)
+    try:
+        # the operator's command: every document of the tenant (docs/PERMISSIONS.md)
+        sessions = reading_as(create_sessionmaker(engine), EVERY_DOCUMENT)
+        await TenantDirectory(sessions, ttl_seconds=0).require_active(tenant)
+        return await work(sessions)
+    finally:
+        await engine.dispose()
 
 
 E = TypeVar("E", bound=StrEnum)

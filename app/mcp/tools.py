@@ -42,7 +42,8 @@ from app.mcp.models import (
     SimilarItems,
     SimilarResults,
 )
-from app.operations import documents, search, similar
+from app.operations import documents, similar
+from app.operations import search as searching
 from app.retrieval import SearchOutcome
 
 SEMANTIC_SEARCH_THRESHOLD = 0.7  # what agent setups of the tool this service replaces expect
@@ -73,7 +74,7 @@ def _consistency(access: ToolAccess, asked: ReadConsistency | None) -> ReadConsi
 
 async def _search(asked: SearchInput, consistency: ReadConsistency | None) -> SearchOutcome:
     access = await admitted()
-    found = await search.search(
+    found = await searching.search(
         access.resources,
         access.caller.tenant_id,
         asked,
@@ -105,7 +106,7 @@ async def semantic_search(
 
 
 @tool_errors
-async def search_chunks(
+async def search(
     query: Query,
     mode: Annotated[
         SearchMode, Field(description="hybrid (meaning + exact words), vector or keyword.")
@@ -156,7 +157,7 @@ async def get_context(
         max_results=max_results,
         collections=collections,
     )
-    outcome = await search.context(
+    outcome = await searching.context(
         access.resources,
         access.caller.tenant_id,
         asked,
