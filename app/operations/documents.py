@@ -1,13 +1,19 @@
-"""Reading stored documents and chunks by id, and listing them: always on the primary (a
-caller reads what it just wrote), with no bookkeeping; no model needed, so the command line
-runs these without loading one."""
+"""Reading stored documents and chunks by id, listing them and their collections: always on
+the primary (a caller reads what it just wrote), with no bookkeeping; no model needed, so the
+command line runs these without loading one."""
 
 from __future__ import annotations
 
 import uuid
 
 from app.db.tenancy import SessionMaker, tenant_transaction
-from app.ingest.catalog import DocumentSummary, get_document, list_documents
+from app.ingest.catalog import (
+    CollectionCount,
+    DocumentSummary,
+    collection_counts,
+    get_document,
+    list_documents,
+)
 from app.retrieval.fetch import Fetched, fetch_item
 
 
@@ -37,3 +43,9 @@ async def documents(
         return await list_documents(
             session, collection=collection, source_type=source_type, limit=limit, offset=offset
         )
+
+
+async def collections(sessions: SessionMaker, tenant_id: str) -> list[CollectionCount]:
+    """The tenant's collections with their document and chunk counts."""
+    async with tenant_transaction(sessions, tenant_id) as session:
+        return await collection_counts(session)

@@ -4,6 +4,7 @@ documented exceptions named), and do the same bookkeeping."""
 
 from __future__ import annotations
 
+import json
 import uuid
 from typing import Any
 
@@ -14,7 +15,7 @@ from app.cli import local
 from app.resources import Resources
 from app.settings import Settings
 from tests.conftest import TenantClient, token_for
-from tests.mcp.conftest import Json, ingest, structured
+from tests.mcp.conftest import Json, ingest, rpc, structured
 
 pytestmark = pytest.mark.on_citus
 
@@ -197,6 +198,21 @@ async def test_documents_are_the_same_through_every_door(
     assert dumped(cli) == api
     fetched = await structured(http, tenant, "fetch", id=document_id)
     assert (fetched["title"], fetched["text"]) == (api["title"], TEXTS["Vectors"])
+    assert await resource(http, tenant, f"rag://documents/{document_id}") == fetched
+    listed = (await get(tenant, "collections"))["items"]
+    shown = (await resource(http, tenant, "rag://collections"))["collections"]
+    assert [(c["name"], c["documents"], c["chunks"]) for c in shown] == [
+        (c["name"], c["documents"], c["chunks"]) for c in listed
+    ]
+
+
+async def resource(http: AsyncClient, tenant: TenantClient, uri: str) -> Json:
+    """An MCP resource's JSON, read with a bare `resources/read`."""
+    response = await rpc(http, "resources/read", {"uri": uri}, headers=tenant.headers)
+    assert response.status_code == 200, response.text
+    [content] = response.json()["result"]["contents"]
+    found: Json = json.loads(content["text"])
+    return found
 
 
 async def test_every_door_counts_its_searches_and_the_documents_returned(
