@@ -36,7 +36,6 @@ from app.mcp.http import serve_http
 from app.observability.exposition import process_exited
 from app.resources import Resources, open_resources
 from app.settings import Settings
-from app.usage import flushing
 
 
 def create_app(settings: Settings | None = None, *, embedder: Embedder | None = None) -> FastAPI:
@@ -48,9 +47,6 @@ def create_app(settings: Settings | None = None, *, embedder: Embedder | None = 
         async with (
             open_resources(settings, embedder=embedder) as resources,
             serve_http(settings, resources.embedder.model_id) as mcp_http,
-            flushing(
-                resources.usage, resources.sessions, every_seconds=settings.usage_flush_seconds
-            ),
             background_workers(settings, job_services(resources), concurrency=settings.job_workers),
             maintaining_indexes(
                 settings.database_url.get_secret_value() if settings.database_url else "",

@@ -30,6 +30,7 @@ from app.retrieval.access import AccessCounter, flushing
 from app.settings import Settings
 from app.tenants import TenantDirectory
 from app.usage import UsageRecorder
+from app.usage import flushing as flushing_usage
 
 _log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -102,10 +103,12 @@ async def open_resources(
         with sandboxed_parser(settings) as parser:
             # The counters are the service's own bookkeeping: every document of the tenant.
             counted = reading_as(sessions, EVERY_DOCUMENT)
+            usage = UsageRecorder()
             async with (
                 flushing(
                     AccessCounter(), counted, every_seconds=settings.access_flush_seconds
                 ) as access,
+                flushing_usage(usage, sessions, every_seconds=settings.usage_flush_seconds),
                 watched_replicas(settings, engine) as replicas,
             ):
                 yield Resources(
@@ -121,7 +124,7 @@ async def open_resources(
                     token_counter=build_token_counter(settings, embedder),
                     redis=redis,
                     access=access,
-                    usage=UsageRecorder(),
+                    usage=usage,
                     replicas=replicas,
                 )
     finally:

@@ -13,7 +13,8 @@ from app.api.documents_models import DocumentOut
 from app.api.openapi import GATED, errors
 from app.citations import CitationGenerator, CitationStyle
 from app.db.tenancy import tenant_transaction
-from app.ingest.catalog import CollectionCount, StoredChunk, collection_counts, document_chunks
+from app.ingest.catalog import CollectionCount, StoredChunk, document_chunks
+from app.operations import documents as operations
 from app.storable import MAX_OFFSET
 
 router = APIRouter(prefix="/api/rag", tags=["documents"], responses=GATED)
@@ -35,8 +36,7 @@ class CollectionList(BaseModel):
 
 @router.get("/collections", summary="List the tenant's collections with their counts")
 async def collections(caller: SearchCaller, resources: ResourcesDep) -> CollectionList:
-    async with tenant_transaction(caller.sessions(resources), caller.tenant_id) as session:
-        found = await collection_counts(session)
+    found = await operations.collections(caller.sessions(resources), caller.tenant_id)
     return CollectionList(items=[CollectionOut.of(c) for c in found])
 
 

@@ -11,24 +11,17 @@ from pydantic import BaseModel, Field
 from app.api import examples
 from app.api.deps import Consistency, ResourcesDep, SearchCaller
 from app.api.openapi import GATED, WITH_BODY
-from app.api.search import request_of
-from app.api.search_models import ChunkOut, SearchIn, Timings
-from app.citations import (
-    DEFAULT_MAX_CHARS,
-    DEFAULT_MAX_TOKENS,
-    Citation,
-    CitationStyle,
-    ContextMetrics,
-)
-from app.retrieval import ContextOutcome, retrieve_context
+from app.api.search_models import ChunkOut, Timings
+from app.citations import Citation, ContextMetrics
+from app.inputs.search import ContextInput
+from app.operations import search as operations
+from app.retrieval import ContextOutcome
 
 router = APIRouter(prefix="/api/rag", tags=["context"], responses=GATED)
 
 
-class ContextIn(SearchIn):
-    style: CitationStyle = CitationStyle.NUMBERED
-    max_tokens: Annotated[int, Field(ge=1, le=200_000)] = DEFAULT_MAX_TOKENS
-    max_chars_per_chunk: Annotated[int, Field(ge=20, le=20_000)] = DEFAULT_MAX_CHARS
+class ContextIn(ContextInput):
+    """The body of POST /api/rag/context: the search's fields, the style and the budget."""
 
 
 class CitationOut(BaseModel):
@@ -112,20 +105,7 @@ async def build_context(
     consistency: Consistency,
 ) -> ContextOut:
     """The most relevant chunks as a numbered context block with citations."""
-    resources.usage.record(caller.tenant_id, "searches")
-    request = request_of(resources, body)
-    outcome = await caller.resources(resources).read(
-        lambda sessions: retrieve_context(
-            sessions,
-            resources.embedder,
-            resources.token_counter,
-            tenant_id=caller.tenant_id,
-            request=request,
-            style=body.style,
-            max_tokens=body.max_tokens,
-            max_chars=body.max_chars_per_chunk,
-            access=resources.access,
-        ),
-        consistency=consistency,
+    outcome = await operations.context(
+        caller.resources(resources), caller.tenant_id, body, consistency=consistency
     )
     return ContextOut.of(outcome)

@@ -33,12 +33,13 @@ from app.api.documents_models import (
 from app.api.openapi import GATED, WITH_BODY, errors
 from app.db.tenancy import tenant_transaction
 from app.errors import AppError, PayloadTooLarge, Unprocessable
-from app.ingest.catalog import delete_document, get_document, list_documents, update_document
+from app.ingest.catalog import delete_document, update_document
 from app.ingest.documents import ingest_document, ingest_documents
 from app.ingest.inputs import DocumentInput
 from app.ingest.parsing import SourceType, sniff_source_type
 from app.ingest.store import DEFAULT_COLLECTION
 from app.json_input import parse_json
+from app.operations import documents as operations
 from app.resources import Resources
 from app.storable import MAX_OFFSET
 
@@ -197,14 +198,14 @@ async def list_all(
 ) -> DocumentList:
     """Newest first (documents created together, in one batch, in the order of their
     external ids); `collection` and `source_type` narrow the list."""
-    async with tenant_transaction(caller.sessions(resources), caller.tenant_id) as session:
-        found, total = await list_documents(
-            session,
-            collection=collection,
-            source_type=source_type.value if source_type else None,
-            limit=limit,
-            offset=offset,
-        )
+    found, total = await operations.documents(
+        caller.sessions(resources),
+        caller.tenant_id,
+        collection=collection,
+        source_type=source_type.value if source_type else None,
+        limit=limit,
+        offset=offset,
+    )
     return DocumentList(
         items=[DocumentOut.of(s) for s in found], total=total, limit=limit, offset=offset
     )
@@ -214,8 +215,10 @@ async def list_all(
 async def read(
     document_id: uuid.UUID, caller: SearchCaller, resources: ResourcesDep
 ) -> DocumentOut:
-    async with tenant_transaction(caller.sessions(resources), caller.tenant_id) as session:
-        return DocumentOut.of(await get_document(session, document_id))
+    found = await operations.read_document(
+        caller.sessions(resources), caller.tenant_id, document_id
+    )
+    return DocumentOut.of(found)
 
 
 @router.patch(

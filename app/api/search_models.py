@@ -1,136 +1,22 @@
-"""Request and response models of search (shared by /search and /context)."""
+"""The body and the reply of search (the reply's chunks are shared by /context and /similar).
+
+The body's fields, their defaults and their validation are every door's (app/inputs/search.py).
+"""
 
 from __future__ import annotations
 
 import uuid
-from typing import Annotated, Self
+from typing import Self
 
-from pydantic import (
-    BaseModel,
-    ConfigDict,
-    Field,
-    FiniteFloat,
-    JsonValue,
-    StringConstraints,
-    model_validator,
-)
+from pydantic import BaseModel, Field, JsonValue
 
-from app.ingest.parsing import SourceType
-from app.retrieval import (
-    FusionMethod,
-    Hit,
-    MetadataCondition,
-    SearchFilters,
-    SearchMode,
-    SearchOutcome,
-    ShortfallReason,
-)
-from app.storable import Storable
-
-MetadataKey = Annotated[str, StringConstraints(min_length=1, max_length=128), Storable]
-CollectionName = Annotated[str, StringConstraints(min_length=1, max_length=128), Storable]
-QueryText = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1), Storable]
-Scalar = (
-    Annotated[str, StringConstraints(max_length=4096), Storable] | int | FiniteFloat | bool | None
-)
+from app.inputs.search import SearchInput
+from app.inputs.vocabulary import SearchMode
+from app.retrieval import Hit, SearchOutcome, ShortfallReason
 
 
-class Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-
-class Range(Strict):
-    """A condition on one metadata key: `eq`, `in`, and/or numeric bounds."""
-
-    eq: Scalar = None
-    in_: Annotated[list[Scalar] | None, Field(alias="in", min_length=1, max_length=100)] = None
-    gt: FiniteFloat | None = None
-    gte: FiniteFloat | None = None
-    lt: FiniteFloat | None = None
-    lte: FiniteFloat | None = None
-
-    model_config = ConfigDict(extra="forbid", populate_by_name=True)
-
-    @model_validator(mode="after")
-    def _not_empty(self) -> Self:
-        # `eq: null` asks for a null value; a null `in` or bound asks for nothing
-        given = [f for f in self.model_fields_set if f == "eq" or getattr(self, f) is not None]
-        if not given:
-            raise ValueError("give at least one of eq, in, gt, gte, lt, lte")
-        return self
-
-
-class Filters(Strict):
-    source_types: Annotated[list[SourceType] | None, Field(max_length=len(SourceType))] = None
-    document_ids: Annotated[list[uuid.UUID] | None, Field(max_length=1000)] = None
-    metadata: Annotated[
-        dict[MetadataKey, Range | Scalar | Annotated[list[Scalar], Field(min_length=1)]],
-        Field(max_length=32),
-    ] = {}
-
-
-class SearchIn(Strict):
-    query: QueryText
-    max_results: Annotated[int, Field(ge=1, le=20)] = 5
-    threshold: Annotated[float | None, Field(ge=0.1, le=1.0)] = None
-    mode: SearchMode = SearchMode.VECTOR
-    collections: Annotated[list[CollectionName] | None, Field(max_length=100)] = None
-    filters: Filters = Filters()
-    ef_search: Annotated[int | None, Field(ge=1, le=1000)] = None
-    fusion: Annotated[
-        FusionMethod | None,
-        Field(description="Hybrid mode: `weighted` (default) or `rrf` (reciprocal rank fusion)."),
-    ] = None
-    vector_weight: Annotated[
-        float | None,
-        Field(
-            ge=0.0,
-            le=1.0,
-            description="Weighted fusion: the vector side's share w (default 0.6); score = "
-            "w * cosine + (1 - w) * BM25 / the query's highest possible BM25 score.",
-        ),
-    ] = None
-    diversity: Annotated[
-        float | None,
-        Field(
-            ge=0.0,
-            le=1.0,
-            description="Maximal marginal relevance: 0 or absent keeps the ranking; towards 1 "
-            "prefers chunks unlike those already picked.",
-        ),
-    ] = None
-
-
-def to_filters(body: SearchIn) -> SearchFilters:
-    return SearchFilters(
-        collections=body.collections,
-        source_types=[t.value for t in body.filters.source_types]
-        if body.filters.source_types
-        else None,
-        document_ids=body.filters.document_ids,
-        metadata={key: _condition(value) for key, value in body.filters.metadata.items()},
-    )
-
-
-def _condition(value: Range | Scalar | list[Scalar]) -> MetadataCondition:
-    if isinstance(value, list):
-        return MetadataCondition(any_of=value)
-    if not isinstance(value, Range):
-        return MetadataCondition(any_of=[value])
-    any_of = value.in_ if value.in_ is not None else None
-    if "eq" in value.model_fields_set:  # both: the values in `in` equal to `eq` (maybe none)
-        any_of = [value.eq] if any_of is None else [v for v in any_of if _same(v, value.eq)]
-    bounds = {
-        op: getattr(value, op)
-        for op in ("gt", "gte", "lt", "lte")
-        if getattr(value, op) is not None
-    }
-    return MetadataCondition(any_of=any_of, bounds=bounds)
-
-
-def _same(a: Scalar, b: Scalar) -> bool:
-    """Equal as JSON values: true is not 1, nor false 0 (Python's == says they are)."""
-    return a == b and isinstance(a, bool) == isinstance(b, bool)
+class SearchIn(SearchInput):
+    """The body of POST /api/rag/search: a search as every door asks for it."""
 
 
 class ChunkOut(BaseModel):
@@ -210,7 +96,7 @@ class SearchOut(BaseModel):
     note: str | None = Field(default=None, description="The shortfall in words.")
 
     @classmethod
-    def of(cls, outcome: SearchOutcome, *, body: SearchIn, threshold: float | None) -> Self:
+    def of(cls, outcome: SearchOutcome, *, mode: SearchMode, threshold: float | None) -> Self:
         shortfall = outcome.shortfall
         return cls(
             chunks=[ChunkOut.of(hit) for hit in outcome.hits],
@@ -218,7 +104,7 @@ class SearchOut(BaseModel):
             avg_similarity=round(outcome.avg_similarity, 6),
             search_time_ms=outcome.timings_ms["total"],
             timings=Timings.of(outcome),
-            mode=body.mode,
+            mode=mode,
             model=outcome.model,
             threshold=threshold,
             fewer_than_requested=shortfall is not None,

@@ -5,23 +5,17 @@ from __future__ import annotations
 import uuid
 from typing import Annotated
 
-from fastapi import APIRouter, Body, Query
+from fastapi import APIRouter, Body, Depends, Query
 
 from app.api import examples
 from app.api.deps import Consistency, ResourcesDep, SearchCaller
 from app.api.openapi import GATED, WITH_BODY, errors
 from app.api.similar_models import DedupeIn, DedupeOut, SimilarOut
 from app.auth import SCOPE_INGEST
-from app.db.tenancy import SessionMaker
 from app.errors import Forbidden, Unprocessable
-from app.resources import Resources
-from app.retrieval.dedupe import DedupeOutcome, DedupeRequest, dedupe
-from app.retrieval.similar import (
-    SearchScope,
-    SimilarRequest,
-    similar_to_chunk,
-    similar_to_document,
-)
+from app.inputs.similar import SimilarInput
+from app.inputs.vocabulary import DEFAULT_MIN_SIMILARITY, DEFAULT_SIMILAR_TOP_K, SearchScope
+from app.operations import similar as operations
 from app.storable import unstorable_reason
 
 router = APIRouter(prefix="/api/rag", tags=["similar"], responses=GATED)
@@ -37,25 +31,24 @@ CollectionsParam = Annotated[
 ]
 
 
-def similar_request(
-    resources: Resources,
-    *,
-    top_k: int,
-    min_similarity: float,
-    exclude_same_document: bool,
-    search_scope: SearchScope,
-    collections: str | None,
-) -> SimilarRequest:
-    settings = resources.settings
-    return SimilarRequest(
+async def similar_input(
+    top_k: TopK = DEFAULT_SIMILAR_TOP_K,
+    min_similarity: MinSimilarity = DEFAULT_MIN_SIMILARITY,
+    exclude_same_document: bool = True,
+    search_scope: SearchScope = SearchScope.CURRENT,
+    collections: CollectionsParam = None,
+) -> SimilarInput:
+    """The query parameters both similar routes take."""
+    return SimilarInput(
         top_k=top_k,
         min_similarity=min_similarity,
         exclude_same_document=exclude_same_document,
         scope=search_scope,
         collections=_collections(collections),
-        ef_search=settings.search_ef_search_default,
-        candidates=settings.search_candidates,
     )
+
+
+AskedSimilar = Annotated[SimilarInput, Depends(similar_input)]
 
 
 def _collections(value: str | None) -> list[str] | None:
@@ -80,34 +73,19 @@ def _collections(value: str | None) -> list[str] | None:
 )
 async def similar_chunks(
     chunk_id: uuid.UUID,
+    asked: AskedSimilar,
     caller: SearchCaller,
     resources: ResourcesDep,
     consistency: Consistency,
-    top_k: TopK = 10,
-    min_similarity: MinSimilarity = 0.85,
-    exclude_same_document: bool = True,
-    search_scope: SearchScope = SearchScope.CURRENT,
-    collections: CollectionsParam = None,
 ) -> SimilarOut:
     """Chunks like this one, best first, with their sources."""
-    request = similar_request(
-        resources,
-        top_k=top_k,
-        min_similarity=min_similarity,
-        exclude_same_document=exclude_same_document,
-        search_scope=search_scope,
-        collections=collections,
-    )
-    outcome = await caller.resources(resources).read(
-        lambda sessions: similar_to_chunk(
-            sessions,
-            tenant_id=caller.tenant_id,
-            chunk_id=chunk_id,
-            request=request,
-            access=resources.access,
-        ),
+    outcome = await operations.similar(
+        caller.resources(resources),
+        caller.tenant_id,
+        chunk_id,
+        asked,
+        kind="chunk",
         consistency=consistency,
-        recheck_missing=True,
     )
     return SimilarOut.of(outcome)
 
@@ -119,35 +97,20 @@ async def similar_chunks(
 )
 async def similar_documents(
     document_id: uuid.UUID,
+    asked: AskedSimilar,
     caller: SearchCaller,
     resources: ResourcesDep,
     consistency: Consistency,
-    top_k: TopK = 10,
-    min_similarity: MinSimilarity = 0.85,
-    exclude_same_document: bool = True,
-    search_scope: SearchScope = SearchScope.CURRENT,
-    collections: CollectionsParam = None,
 ) -> SimilarOut:
     """Documents like this one: one entry each (its best chunk), by document similarity.
     `exclude_same_document` is accepted for symmetry (a document is never its own neighbour)."""
-    request = similar_request(
-        resources,
-        top_k=top_k,
-        min_similarity=min_similarity,
-        exclude_same_document=exclude_same_document,
-        search_scope=search_scope,
-        collections=collections,
-    )
-    outcome = await caller.resources(resources).read(
-        lambda sessions: similar_to_document(
-            sessions,
-            tenant_id=caller.tenant_id,
-            document_id=document_id,
-            request=request,
-            access=resources.access,
-        ),
+    outcome = await operations.similar(
+        caller.resources(resources),
+        caller.tenant_id,
+        document_id,
+        asked,
+        kind="document",
         consistency=consistency,
-        recheck_missing=True,
     )
     return SimilarOut.of(outcome)
 
@@ -165,26 +128,7 @@ async def dedupe_documents(
     needs rag:ingest) deletes each group's duplicates and keeps its primary."""
     if not body.dry_run and not caller.principal.has_scope(SCOPE_INGEST):
         raise Forbidden(f"a merge (dry_run false) needs the {SCOPE_INGEST} scope")
-    request = DedupeRequest(
-        similarity_threshold=body.similarity_threshold,
-        dry_run=body.dry_run,
-        merge_strategy=body.merge_strategy,
-        limit=body.limit,
-        collections=body.collections,
-        use_index=body.use_index,
-        ef_search=body.ef_search or resources.settings.search_ef_search_default,
-        across_access=body.across_access,
+    outcome = await operations.dedupe(
+        caller.resources(resources), caller.tenant_id, body, consistency=consistency
     )
-
-    async def run(sessions: SessionMaker) -> DedupeOutcome:
-        return await dedupe(
-            sessions,
-            tenant_id=caller.tenant_id,
-            model_id=resources.embedder.model_id,
-            request=request,
-        )
-
-    # A preview may read a replica; a merge reads and deletes on the primary.
-    if body.dry_run:
-        return DedupeOut.of(await caller.resources(resources).read(run, consistency=consistency))
-    return DedupeOut.of(await run(caller.sessions(resources)))
+    return DedupeOut.of(outcome)

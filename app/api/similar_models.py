@@ -4,17 +4,15 @@ from __future__ import annotations
 
 import uuid
 from datetime import datetime
-from typing import Annotated, Self
+from typing import Self
 
-from pydantic import AliasChoices, BaseModel, ConfigDict, Field, StringConstraints
+from pydantic import BaseModel, Field
 
 from app.api.search_models import ChunkOut
-from app.retrieval.dedupe import MAX_LIMIT, DedupeOutcome
+from app.inputs.similar import DedupeInput
+from app.retrieval.dedupe import DedupeOutcome
 from app.retrieval.duplicates import DuplicateGroup, Examined, MergeStrategy, primary_of
 from app.retrieval.similar import SimilarOutcome
-from app.storable import Storable
-
-CollectionName = Annotated[str, StringConstraints(min_length=1, max_length=128), Storable]
 
 
 class SimilarOut(BaseModel):
@@ -36,30 +34,8 @@ class SimilarOut(BaseModel):
         )
 
 
-class DedupeIn(BaseModel):
-    model_config = ConfigDict(extra="forbid", populate_by_name=True)
-
-    similarity_threshold: Annotated[float, Field(ge=0.0, le=1.0)] = 0.95
-    dry_run: bool = True
-    merge_strategy: MergeStrategy = MergeStrategy.KEEP_NEWEST
-    limit: Annotated[int, Field(ge=1, le=MAX_LIMIT)] = 1_000
-    collections: Annotated[list[CollectionName] | None, Field(max_length=100)] = None
-    use_index: bool = Field(default=True, validation_alias=AliasChoices("use_index", "use_lsh"))
-    ef_search: Annotated[
-        int | None,
-        Field(
-            ge=1,
-            le=1000,
-            description="HNSW ef_search of the neighbour probes (default: the service's, 40). "
-            "Raise it for tenants of tens of thousands of documents: at 50,000 documents 40 "
-            "found 98.9% of planted pairs, 100 found 99.9%.",
-        ),
-    ] = None
-    across_access: bool = Field(
-        default=False,
-        description="Also pair documents whose access lists differ (a merge then deletes "
-        "documents some readers could see in favour of one they may not): off by default.",
-    )
+class DedupeIn(DedupeInput):
+    """The body of POST /api/rag/dedupe."""
 
 
 class DocumentRef(BaseModel):

@@ -27,9 +27,9 @@ from uuid import UUID
 from app.citations.generator import CitableChunk, Citation, CitationGenerator, CitationStyle
 from app.citations.metrics import ContextMetrics, context_metrics
 from app.citations.tokens import TokenCounter
+from app.inputs.vocabulary import DEFAULT_MAX_CHARS as DEFAULT_MAX_CHARS
+from app.inputs.vocabulary import DEFAULT_MAX_TOKENS as DEFAULT_MAX_TOKENS
 
-DEFAULT_MAX_CHARS = 500
-DEFAULT_MAX_TOKENS = 2000
 BLOCK_SEPARATOR = "\n\n"
 ELLIPSIS = "\u2026"
 # A word boundary further back than this share of the limit is not worth the lost text.

@@ -32,9 +32,10 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from enum import StrEnum
 from typing import Protocol
 from uuid import UUID
+
+from app.inputs.vocabulary import CitationStyle as CitationStyle
 
 SECTION_SEPARATOR = " → "
 SOURCE_TYPE_LABELS = {
@@ -70,12 +71,6 @@ class CitableChunk(Protocol):
     def section(self) -> tuple[str, ...]: ...
     @property
     def chunk_index(self) -> int: ...
-
-
-class CitationStyle(StrEnum):
-    NUMBERED = "numbered"
-    INLINE = "inline"
-    COMPACT = "compact"
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,14 +1,17 @@
 """The data commands in this process, on the configured (or embedded) database and model.
 
-Each answer is shaped by the HTTP API's own reply models and handed to the views as the Python
-client's models, so a command prints the same thing in process and over `--url`.
+Each command opens the service's resources (as the operator: every document of the tenant),
+makes the same call as the HTTP route (app/operations) and shapes the answer with the HTTP
+API's own reply models, handed to the views as the Python client's models: a command prints
+the same thing in process and over `--url`. The `*_on` functions are the call and the shaping
+alone, on resources already open (tests/doors compares them with the other doors).
 """
 
 from __future__ import annotations
 
 import asyncio
 import uuid
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Coroutine
 from enum import StrEnum
 from typing import TypeVar
 
@@ -17,10 +20,11 @@ from pydantic import BaseModel
 from rich.console import Console
 from rich.progress import Progress
 
-from app.api.context import ContextIn, ContextOut
+from app.api.context import ContextOut
 from app.api.documents_models import DocumentList, DocumentOut
-from app.api.search_models import SearchIn, SearchOut, to_filters
+from app.api.search_models import SearchOut
 from app.api.similar_models import DedupeOut, SimilarOut
+from app.auth import TokenVerifier
 from app.cli.database import database_settings
 from app.cli.files import SourceFile
 from app.cli.ingest import ingest_files
@@ -34,14 +38,14 @@ from app.errors import AppError
 from app.ingest import catalog
 from app.ingest import reindex as reindexing
 from app.ingest.store import DEFAULT_COLLECTION
+from app.inputs.search import ContextInput, SearchInput
+from app.inputs.similar import DedupeInput, SimilarInput
+from app.inputs.vocabulary import MergeStrategy, SearchScope
+from app.operations import documents as documents_operations
+from app.operations import search as search_operations
+from app.operations import similar as similar_operations
 from app.permissions import EVERY_DOCUMENT
-from app.resources import build_token_counter
-from app.retrieval import SearchRequest, retrieve_context, search_request
-from app.retrieval import search as run_search
-from app.retrieval.dedupe import DedupeRequest
-from app.retrieval.dedupe import dedupe as run_dedupe
-from app.retrieval.duplicates import MergeStrategy
-from app.retrieval.similar import SearchScope, SimilarRequest, similar_to_chunk, similar_to_document
+from app.resources import Resources, open_resources
 from app.settings import Settings
 from app.tenants import TenantDirectory
 
@@ -50,12 +54,33 @@ M = TypeVar("M", bound=BaseModel)
 
 
 def _run(tenant: str | None, work: Callable[[Services], Awaitable[T]]) -> T:
-    """`work` with the services open (database, model), its AppError as a one-line error."""
+    """`work` with the ingestion services open (database, model), its AppError as a one-line
+    error."""
 
     async def opened(settings: Settings) -> T:
         async with open_services(settings, tenant_id=tenant) as services:
             return await work(services)
 
+    return _in_process(opened)
+
+
+def _serve(tenant: str, work: Callable[[Resources], Awaitable[T]]) -> T:
+    """`work` on the service's resources, reading as the operator (every document of the
+    tenant: docs/PERMISSIONS.md); its traffic counts are written when they close."""
+
+    async def opened(settings: Settings) -> T:
+        await _on_catalog(settings, tenant, _nothing)  # before the model loads: fails fast
+        async with open_resources(settings, verifier=TokenVerifier([])) as resources:
+            return await work(resources.reading_as_caller(EVERY_DOCUMENT))
+
+    return _in_process(opened)
+
+
+async def _nothing(_sessions: SessionMaker) -> None:
+    return None
+
+
+def _in_process(opened: Callable[[Settings], Coroutine[None, None, T]]) -> T:
     with database_settings(load_settings()) as settings:
         try:
             return asyncio.run(opened(settings))
@@ -65,31 +90,22 @@ def _run(tenant: str | None, work: Callable[[Services], Awaitable[T]]) -> T:
 
 def _run_catalog(tenant: str, work: Callable[[SessionMaker], Awaitable[T]]) -> T:
     """`work` on the tenant's documents, without loading the model."""
-
-    async def opened(settings: Settings) -> T:
-        assert settings.database_url is not None
-        engine = create_engine(settings.database_url.get_secret_value(), pool_size=1)
-        try:
-            # the operator's command: every document of the tenant (docs/PERMISSIONS.md)
-            sessions = reading_as(create_sessionmaker(engine), EVERY_DOCUMENT)
-            await TenantDirectory(sessions, ttl_seconds=0).require_active(tenant)
-            return await work(sessions)
-        finally:
-            await engine.dispose()
-
-    with database_settings(load_settings()) as settings:
-        try:
-            return asyncio.run(opened(settings))
-        except AppError as error:
-            fail(error.detail)
+    return _in_process(lambda settings: _on_catalog(settings, tenant, work))
 
 
-def _run_catalog_with_settings(
-    tenant: str, work: Callable[[SessionMaker, Settings], Awaitable[T]]
+async def _on_catalog(
+    settings: Settings, tenant: str, work: Callable[[SessionMaker], Awaitable[T]]
 ) -> T:
-    """`work` on the tenant's stored data with the settings, without loading the model."""
-    settings = load_settings()
-    return _run_catalog(tenant, lambda sessions: work(sessions, settings))
+    """`work` once the tenant is found active, on a one-connection engine of its own."""
+    assert settings.database_url is not None
+    engine = create_engine(settings.database_url.get_secret_value(), pool_size=1)
+    try:
+        # the operator's command: every document of the tenant (docs/PERMISSIONS.md)
+        sessions = reading_as(create_sessionmaker(engine), EVERY_DOCUMENT)
+        await TenantDirectory(sessions, ttl_seconds=0).require_active(tenant)
+        return await work(sessions)
+    finally:
+        await engine.dispose()
 
 
 E = TypeVar("E", bound=StrEnum)
@@ -107,19 +123,6 @@ def _choice(kind: type[E], value: str | None, option: str) -> E | None:
 
 def _as(model: type[M], reply: BaseModel) -> M:
     return model.model_validate(reply.model_dump(mode="json"))
-
-
-def _request(services: Services, body: SearchIn) -> SearchRequest:
-    """What POST /api/rag/search makes of the same body (retrieval/requests.py)."""
-    return search_request(
-        services.settings,
-        services.embedder.model_id,
-        query=body.query,
-        mode=body.mode,
-        top_k=body.max_results,
-        threshold=body.threshold,
-        filters=to_filters(body),
-    )
 
 
 def ingest(
@@ -140,57 +143,64 @@ def ingest(
 
 
 def search(tenant: str, **fields: object) -> rag_client.SearchResult:
-    body = SearchIn.model_validate({k: v for k, v in fields.items() if v is not None})
+    return _serve(tenant, lambda resources: search_on(resources, tenant, **fields))
 
-    async def work(services: Services) -> SearchOut:
-        request = _request(services, body)
-        outcome = await run_search(
-            services.sessions, services.embedder, tenant_id=tenant, request=request
-        )
-        return SearchOut.of(outcome, body=body, threshold=request.threshold)
 
-    return _as(rag_client.SearchResult, _run(tenant, work))
+async def search_on(resources: Resources, tenant: str, **fields: object) -> rag_client.SearchResult:
+    asked = SearchInput.model_validate(_given(fields))
+    request, outcome = await search_operations.search(resources, tenant, asked)
+    reply = SearchOut.of(outcome, mode=request.mode, threshold=request.threshold)
+    return _as(rag_client.SearchResult, reply)
 
 
 def context(tenant: str, **fields: object) -> rag_client.ContextResult:
-    body = ContextIn.model_validate({k: v for k, v in fields.items() if v is not None})
+    return _serve(tenant, lambda resources: context_on(resources, tenant, **fields))
 
-    async def work(services: Services) -> ContextOut:
-        outcome = await retrieve_context(
-            services.sessions,
-            services.embedder,
-            build_token_counter(services.settings, services.embedder),
-            tenant_id=tenant,
-            request=_request(services, body),
-            style=body.style,
-            max_tokens=body.max_tokens,
-            max_chars=body.max_chars_per_chunk,
-        )
-        return ContextOut.of(outcome)
 
-    return _as(rag_client.ContextResult, _run(tenant, work))
+async def context_on(
+    resources: Resources, tenant: str, **fields: object
+) -> rag_client.ContextResult:
+    asked = ContextInput.model_validate(_given(fields))
+    outcome = await search_operations.context(resources, tenant, asked)
+    return _as(rag_client.ContextResult, ContextOut.of(outcome))
+
+
+def _given(fields: dict[str, object]) -> dict[str, object]:
+    """The options given: one left out takes the default every door has."""
+    return {name: value for name, value in fields.items() if value is not None}
 
 
 def list_documents(
     *, tenant: str, collection: str | None, limit: int, offset: int
 ) -> rag_client.DocumentPage:
-    async def work(sessions: SessionMaker) -> DocumentList:
-        async with tenant_transaction(sessions, tenant) as session:
-            found, total = await catalog.list_documents(
-                session, collection=collection, limit=limit, offset=offset
-            )
-        items = [DocumentOut.of(s) for s in found]
-        return DocumentList(items=items, total=total, limit=limit, offset=offset)
+    return _run_catalog(
+        tenant,
+        lambda sessions: documents_on(
+            sessions, tenant, collection=collection, limit=limit, offset=offset
+        ),
+    )
 
-    return _as(rag_client.DocumentPage, _run_catalog(tenant, work))
+
+async def documents_on(
+    sessions: SessionMaker, tenant: str, *, collection: str | None, limit: int, offset: int
+) -> rag_client.DocumentPage:
+    found, total = await documents_operations.documents(
+        sessions, tenant, collection=collection, limit=limit, offset=offset
+    )
+    items = [DocumentOut.of(s) for s in found]
+    reply = DocumentList(items=items, total=total, limit=limit, offset=offset)
+    return _as(rag_client.DocumentPage, reply)
 
 
 def get_document(document_id: uuid.UUID, *, tenant: str) -> rag_client.Document:
-    async def work(sessions: SessionMaker) -> DocumentOut:
-        async with tenant_transaction(sessions, tenant) as session:
-            return DocumentOut.of(await catalog.get_document(session, document_id))
+    return _run_catalog(tenant, lambda sessions: document_on(sessions, tenant, document_id))
 
-    return _as(rag_client.Document, _run_catalog(tenant, work))
+
+async def document_on(
+    sessions: SessionMaker, tenant: str, document_id: uuid.UUID
+) -> rag_client.Document:
+    found = await documents_operations.read_document(sessions, tenant, document_id)
+    return _as(rag_client.Document, DocumentOut.of(found))
 
 
 def delete_document(document_id: uuid.UUID, *, tenant: str) -> None:
@@ -211,30 +221,40 @@ def similar(
     scope: str | None,
     exclude_same_document: bool,
 ) -> rag_client.SimilarResult:
-    """What GET /api/rag/{chunks|documents}/{id}/similar answers; the stored vectors, no model."""
-    defaults = SimilarRequest()
-    chosen = _choice(SearchScope, scope, "--scope") or defaults.scope
+    """What GET /api/rag/{chunks|documents}/{id}/similar answers."""
+    asked = similar_input(
+        top_k=top_k,
+        min_similarity=min_similarity,
+        scope=scope,
+        exclude_same_document=exclude_same_document,
+    )
+    return _serve(tenant, lambda resources: similar_on(resources, tenant, item_id, asked, chunk))
 
-    async def work(sessions: SessionMaker, settings: Settings) -> SimilarOut:
-        request = SimilarRequest(
-            top_k=top_k or defaults.top_k,
-            min_similarity=defaults.min_similarity if min_similarity is None else min_similarity,
-            exclude_same_document=exclude_same_document,
-            scope=chosen,
-            ef_search=settings.search_ef_search_default,
-            candidates=settings.search_candidates,
-        )
-        if chunk:
-            outcome = await similar_to_chunk(
-                sessions, tenant_id=tenant, chunk_id=item_id, request=request
-            )
-        else:
-            outcome = await similar_to_document(
-                sessions, tenant_id=tenant, document_id=item_id, request=request
-            )
-        return SimilarOut.of(outcome)
 
-    return _as(rag_client.SimilarResult, _run_catalog_with_settings(tenant, work))
+def similar_input(
+    *,
+    top_k: int | None,
+    min_similarity: float | None,
+    scope: str | None,
+    exclude_same_document: bool,
+) -> SimilarInput:
+    """The options given, the defaults every door has for the rest."""
+    defaults = SimilarInput()
+    return SimilarInput(
+        top_k=top_k or defaults.top_k,
+        min_similarity=defaults.min_similarity if min_similarity is None else min_similarity,
+        exclude_same_document=exclude_same_document,
+        scope=_choice(SearchScope, scope, "--scope") or defaults.scope,
+    )
+
+
+async def similar_on(
+    resources: Resources, tenant: str, item_id: uuid.UUID, asked: SimilarInput, chunk: bool
+) -> rag_client.SimilarResult:
+    outcome = await similar_operations.similar(
+        resources, tenant, item_id, asked, kind="chunk" if chunk else "document"
+    )
+    return _as(rag_client.SimilarResult, SimilarOut.of(outcome))
 
 
 def dedupe(
@@ -246,26 +266,19 @@ def dedupe(
     collections: list[str] | None,
 ) -> rag_client.DedupeResult:
     """What POST /api/rag/dedupe answers, on the local database."""
-    defaults = DedupeRequest()
-    strategy = _choice(MergeStrategy, merge_strategy, "--merge-strategy") or defaults.merge_strategy
+    fields = {
+        "similarity_threshold": threshold,
+        "dry_run": dry_run,
+        "merge_strategy": _choice(MergeStrategy, merge_strategy, "--merge-strategy"),
+        "collections": collections,
+    }
+    return _serve(tenant, lambda resources: dedupe_on(resources, tenant, **fields))
 
-    async def work(services: Services) -> DedupeOut:
-        request = DedupeRequest(
-            similarity_threshold=defaults.similarity_threshold if threshold is None else threshold,
-            dry_run=dry_run,
-            merge_strategy=strategy,
-            collections=collections,
-            ef_search=services.settings.search_ef_search_default,
-        )
-        outcome = await run_dedupe(
-            services.sessions,
-            tenant_id=tenant,
-            model_id=services.embedder.model_id,
-            request=request,
-        )
-        return DedupeOut.of(outcome)
 
-    return _as(rag_client.DedupeResult, _run(tenant, work))
+async def dedupe_on(resources: Resources, tenant: str, **fields: object) -> rag_client.DedupeResult:
+    asked = DedupeInput.model_validate(_given(fields))
+    outcome = await similar_operations.dedupe(resources, tenant, asked)
+    return _as(rag_client.DedupeResult, DedupeOut.of(outcome))
 
 
 def reindex(*, batch_size: int, tenants: list[str] | None, console: Console) -> int:

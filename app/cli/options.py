@@ -4,26 +4,15 @@ running service (`--url`). Light on purpose: `rag --help` imports this and nothi
 from __future__ import annotations
 
 from dataclasses import dataclass
-from enum import StrEnum
 from typing import Annotated, NoReturn
 
 import typer
 
-# The domain's enums (app.retrieval.SearchMode, app.citations.CitationStyle) import the database
-# layer; the CLI parses with these copies, and tests/cli/test_fast_cli.py keeps them equal.
+# the domain's own choices (app.inputs.vocabulary imports the standard library alone)
+from app.inputs.vocabulary import CitationStyle, SearchMode
 
-
-class Mode(StrEnum):
-    VECTOR = "vector"
-    KEYWORD = "keyword"
-    HYBRID = "hybrid"
-
-
-class Style(StrEnum):
-    NUMBERED = "numbered"
-    INLINE = "inline"
-    COMPACT = "compact"
-
+Mode = SearchMode
+Style = CitationStyle
 
 UrlOption = Annotated[
     str | None,

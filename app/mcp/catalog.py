@@ -15,12 +15,11 @@ from urllib.parse import quote
 
 from pydantic import BaseModel, Field
 
-from app.db.tenancy import tenant_transaction
 from app.errors import NotFound
-from app.ingest.catalog import DocumentSummary, collection_counts, list_documents
+from app.ingest.catalog import DocumentSummary
 from app.mcp.access import admitted, resource_errors
 from app.mcp.models import FetchedItem, citation_url
-from app.retrieval import fetch_item
+from app.operations import documents
 
 LATEST_DOCUMENTS = 50
 
@@ -69,8 +68,7 @@ class CollectionDetail(CollectionEntry):
 @resource_errors
 async def collections() -> CollectionList:
     access = await admitted()
-    async with tenant_transaction(access.resources.sessions, access.caller.tenant_id) as session:
-        counts = await collection_counts(session)
+    counts = await documents.collections(access.resources.sessions, access.caller.tenant_id)
     entries = [
         CollectionEntry(
             name=c.name, uri=collection_uri(c.name), documents=c.documents, chunks=c.chunks
@@ -83,13 +81,13 @@ async def collections() -> CollectionList:
 @resource_errors
 async def collection(name: str) -> CollectionDetail:
     access = await admitted()
-    async with tenant_transaction(access.resources.sessions, access.caller.tenant_id) as session:
-        found = [c for c in await collection_counts(session) if c.name == name]
-        if not found:
-            raise NotFound(f"no collection named {name!r}")
-        latest, _total = await list_documents(
-            session, collection=name, limit=LATEST_DOCUMENTS, offset=0
-        )
+    sessions, tenant_id = access.resources.sessions, access.caller.tenant_id
+    found = [c for c in await documents.collections(sessions, tenant_id) if c.name == name]
+    if not found:
+        raise NotFound(f"no collection named {name!r}")
+    latest, _total = await documents.documents(
+        sessions, tenant_id, collection=name, limit=LATEST_DOCUMENTS
+    )
     [counts] = found
     return CollectionDetail(
         name=name,
@@ -107,9 +105,7 @@ async def document(document_id: str) -> FetchedItem:
         item_id = uuid.UUID(document_id)
     except ValueError:
         raise NotFound(f"no document with id {document_id}") from None
-    item = await fetch_item(
-        access.resources.sessions, tenant_id=access.caller.tenant_id, item_id=item_id
-    )
+    item = await documents.fetch(access.resources.sessions, access.caller.tenant_id, item_id)
     if item.kind != "document":
         raise NotFound(f"no document with id {document_id}")
     return FetchedItem.of(item)

@@ -78,7 +78,7 @@ def tools_for(settings: Settings, model_id: str) -> list[Tool]:
         ),
         Tool(
             "search",
-            tools.search_chunks,
+            tools.search,
             "Search the tenant's documents (hybrid by default: meaning and exact words) and "
             "return short results {id, title, url, text}, best first. Call `fetch` with a "
             "result's id for its full text and citation.",

@@ -1,9 +1,13 @@
-"""The MCP tools: doors onto the same domain functions as the HTTP routes.
+"""The MCP tools: doors onto the same operations as the HTTP routes (app/operations).
 
 Each tool takes its arguments (validated by the SDK against its input schema), passes the gate
-(`admitted()`: tenant active, one request from the tenant's budget), builds the same
-`SearchRequest` the HTTP API builds for the same inputs (retrieval/requests.py), and shapes the
-domain's result (models.py). Tool descriptions live in server.py, where the tools are listed.
+(`admitted()`: tenant active, one request from the tenant's budget), turns them into the input
+every door builds (app/inputs), makes one call and shapes the outcome (models.py). Tool
+descriptions live in server.py, where the tools are listed.
+
+Defaults are the HTTP API's, except two that are part of the tools' documented contract
+(docs/MCP.md): `semantic_search` keeps results at or above 0.7 unless told otherwise, and
+`search` (the chat-assistant connectors' tool) ranks in hybrid mode unless told otherwise.
 """
 
 from __future__ import annotations
@@ -13,9 +17,22 @@ from typing import Annotated
 
 from pydantic import Field
 
-from app.api.search_models import CollectionName, Filters, QueryText, SearchIn, to_filters
-from app.citations import DEFAULT_MAX_TOKENS, CitationStyle
 from app.db.replicas import ReadConsistency
+from app.inputs.search import CollectionName, ContextInput, Filters, QueryText, SearchInput
+from app.inputs.similar import DedupeInput, SimilarInput
+from app.inputs.vocabulary import (
+    DEFAULT_DEDUPE_LIMIT,
+    DEFAULT_DUPLICATE_THRESHOLD,
+    DEFAULT_MAX_RESULTS,
+    DEFAULT_MAX_TOKENS,
+    DEFAULT_MIN_SIMILARITY,
+    DEFAULT_SIMILAR_TOP_K,
+    MAX_DEDUPE_LIMIT,
+    MAX_RESULTS,
+    CitationStyle,
+    SearchMode,
+    SearchScope,
+)
 from app.mcp.access import ToolAccess, admitted, tool_errors
 from app.mcp.models import (
     ContextReply,
@@ -25,24 +42,17 @@ from app.mcp.models import (
     SimilarItems,
     SimilarResults,
 )
-from app.retrieval import (
-    SearchFilters,
-    SearchMode,
-    SearchOutcome,
-    SearchRequest,
-    fetch_item,
-    retrieve_context,
-    search,
-    search_request,
-)
-from app.retrieval.dedupe import MAX_LIMIT, DedupeRequest
-from app.retrieval.dedupe import find_duplicates as find_groups
-from app.retrieval.similar import SearchScope, SimilarRequest, similar_to_item
+from app.operations import documents, similar
+from app.operations import search as searching
+from app.retrieval import SearchOutcome
+
+SEMANTIC_SEARCH_THRESHOLD = 0.7  # what agent setups of the tool this service replaces expect
+CONNECTOR_SEARCH_MODE = SearchMode.HYBRID  # the `search` tool: meaning and exact words
 
 Query = Annotated[
     QueryText, Field(description="What to look for, in natural language (or keywords).")
 ]
-Limit = Annotated[int, Field(ge=1, le=20, description="How many chunks to return (1-20).")]
+Limit = Annotated[int, Field(ge=1, le=MAX_RESULTS, description="How many chunks to return (1-20).")]
 Collections = Annotated[
     list[CollectionName] | None,
     Field(max_length=100, description="Only these collections (default: all)."),
@@ -54,6 +64,7 @@ Consistency = Annotated[
         "replica may answer, a few seconds behind."
     ),
 ]
+ItemId = Annotated[uuid.UUID, Field(description="A chunk id (from search) or a document id.")]
 
 
 def _consistency(access: ToolAccess, asked: ReadConsistency | None) -> ReadConsistency:
@@ -61,57 +72,46 @@ def _consistency(access: ToolAccess, asked: ReadConsistency | None) -> ReadConsi
     return asked or access.consistency
 
 
-async def _search(
-    access: ToolAccess, request: SearchRequest, consistency: ReadConsistency | None
-) -> SearchOutcome:
-    resources, tenant_id = access.resources, access.caller.tenant_id
-    resources.usage.record(tenant_id, "searches")
-    return await resources.read(
-        lambda sessions: search(
-            sessions,
-            resources.embedder,
-            tenant_id=tenant_id,
-            request=request,
-            access=resources.access,
-        ),
+async def _search(asked: SearchInput, consistency: ReadConsistency | None) -> SearchOutcome:
+    access = await admitted()
+    found = await searching.search(
+        access.resources,
+        access.caller.tenant_id,
+        asked,
         consistency=_consistency(access, consistency),
     )
+    return found.outcome
 
 
 @tool_errors
 async def search_similar(
-    query: Query, limit: Limit = 5, read_consistency: Consistency = None
+    query: Query, limit: Limit = DEFAULT_MAX_RESULTS, read_consistency: Consistency = None
 ) -> SimilarResults:
-    access = await admitted()
-    res = access.resources
-    request = search_request(res.settings, res.embedder.model_id, query=query, top_k=limit)
-    return SimilarResults.of(await _search(access, request, read_consistency))
+    asked = SearchInput(query=query, max_results=limit)
+    return SimilarResults.of(await _search(asked, read_consistency))
 
 
 @tool_errors
 async def semantic_search(
     query: Query,
-    limit: Limit = 5,
+    limit: Limit = DEFAULT_MAX_RESULTS,
     threshold: Annotated[
         float, Field(ge=0.0, le=1.0, description="Minimum similarity (see the description).")
-    ] = 0.7,
+    ] = SEMANTIC_SEARCH_THRESHOLD,
     read_consistency: Consistency = None,
 ) -> SimilarResults:
-    access = await admitted()
-    res = access.resources
-    request = search_request(
-        res.settings, res.embedder.model_id, query=query, top_k=limit, threshold=threshold
-    )
-    return SimilarResults.of(await _search(access, request, read_consistency))
+    # the tool's own bounds (0-1, checked by its signature) are wider than the API's (0.1-1)
+    asked = SearchInput(query=query, max_results=limit).model_copy(update={"threshold": threshold})
+    return SimilarResults.of(await _search(asked, read_consistency))
 
 
 @tool_errors
-async def search_chunks(
+async def search(
     query: Query,
     mode: Annotated[
         SearchMode, Field(description="hybrid (meaning + exact words), vector or keyword.")
-    ] = SearchMode.HYBRID,
-    max_results: Limit = 5,
+    ] = CONNECTOR_SEARCH_MODE,
+    max_results: Limit = DEFAULT_MAX_RESULTS,
     collections: Collections = None,
     filters: Annotated[
         Filters | None,
@@ -119,33 +119,20 @@ async def search_chunks(
     ] = None,
     read_consistency: Consistency = None,
 ) -> SearchResults:
-    access = await admitted()
-    res = access.resources
-    body = SearchIn(
+    asked = SearchInput(
         query=query,
         mode=mode,
         max_results=max_results,
         collections=collections,
         filters=filters or Filters(),
     )
-    request = search_request(
-        res.settings,
-        res.embedder.model_id,
-        query=body.query,
-        mode=body.mode,
-        top_k=body.max_results,
-        filters=to_filters(body),
-    )
-    return SearchResults.of(await _search(access, request, read_consistency))
+    return SearchResults.of(await _search(asked, read_consistency))
 
 
 @tool_errors
-async def fetch(
-    id: Annotated[uuid.UUID, Field(description="A chunk id (from search) or a document id.")],
-) -> FetchedItem:
+async def fetch(id: ItemId) -> FetchedItem:
     access = await admitted()
-    res = access.resources
-    item = await fetch_item(res.sessions, tenant_id=access.caller.tenant_id, item_id=id)
+    item = await documents.fetch(access.resources.sessions, access.caller.tenant_id, id)
     return FetchedItem.of(item)
 
 
@@ -158,31 +145,22 @@ async def get_context(
     max_tokens: Annotated[
         int, Field(ge=1, le=200_000, description="Budget for the whole context, in tokens.")
     ] = DEFAULT_MAX_TOKENS,
-    max_results: Limit = 5,
+    max_results: Limit = DEFAULT_MAX_RESULTS,
     collections: Collections = None,
     read_consistency: Consistency = None,
 ) -> ContextReply:
     access = await admitted()
-    res = access.resources
-    request = search_request(
-        res.settings,
-        res.embedder.model_id,
+    asked = ContextInput(
         query=query,
-        top_k=max_results,
-        filters=SearchFilters(collections=collections),
+        style=style,
+        max_tokens=max_tokens,
+        max_results=max_results,
+        collections=collections,
     )
-    res.usage.record(access.caller.tenant_id, "searches")
-    outcome = await res.read(
-        lambda sessions: retrieve_context(
-            sessions,
-            res.embedder,
-            res.token_counter,
-            tenant_id=access.caller.tenant_id,
-            request=request,
-            style=style,
-            max_tokens=max_tokens,
-            access=res.access,
-        ),
+    outcome = await searching.context(
+        access.resources,
+        access.caller.tenant_id,
+        asked,
         consistency=_consistency(access, read_consistency),
     )
     return ContextReply.of(outcome)
@@ -190,11 +168,13 @@ async def get_context(
 
 @tool_errors
 async def find_similar(
-    id: Annotated[uuid.UUID, Field(description="A chunk id (from search) or a document id.")],
-    top_k: Annotated[int, Field(ge=1, le=100, description="How many items (1-100).")] = 10,
+    id: ItemId,
+    top_k: Annotated[
+        int, Field(ge=1, le=100, description="How many items (1-100).")
+    ] = DEFAULT_SIMILAR_TOP_K,
     min_similarity: Annotated[
         float, Field(ge=0.0, le=1.0, description="Minimum similarity (default 0.85).")
-    ] = 0.85,
+    ] = DEFAULT_MIN_SIMILARITY,
     search_scope: Annotated[
         SearchScope,
         Field(description="current (the item's collection), shared (plus 'shared') or all."),
@@ -202,24 +182,13 @@ async def find_similar(
     read_consistency: Consistency = None,
 ) -> SimilarItems:
     access = await admitted()
-    res = access.resources
-    request = SimilarRequest(
-        top_k=top_k,
-        min_similarity=min_similarity,
-        scope=search_scope,
-        ef_search=res.settings.search_ef_search_default,
-        candidates=res.settings.search_candidates,
-    )
-    outcome = await res.read(
-        lambda sessions: similar_to_item(
-            sessions,
-            tenant_id=access.caller.tenant_id,
-            item_id=id,
-            request=request,
-            access=res.access,
-        ),
+    asked = SimilarInput(top_k=top_k, min_similarity=min_similarity, scope=search_scope)
+    outcome = await similar.similar(
+        access.resources,
+        access.caller.tenant_id,
+        id,
+        asked,
         consistency=_consistency(access, read_consistency),
-        recheck_missing=True,
     )
     return SimilarItems.of(outcome)
 
@@ -228,28 +197,21 @@ async def find_similar(
 async def find_duplicates(
     similarity_threshold: Annotated[
         float, Field(ge=0.0, le=1.0, description="Pairs at or above it are duplicates.")
-    ] = 0.95,
+    ] = DEFAULT_DUPLICATE_THRESHOLD,
     limit: Annotated[
-        int, Field(ge=1, le=MAX_LIMIT, description="How many documents to examine.")
-    ] = 1_000,
+        int, Field(ge=1, le=MAX_DEDUPE_LIMIT, description="How many documents to examine.")
+    ] = DEFAULT_DEDUPE_LIMIT,
     collections: Collections = None,
     read_consistency: Consistency = None,
 ) -> Duplicates:
     access = await admitted()
-    res = access.resources
-    request = DedupeRequest(
-        similarity_threshold=similarity_threshold,
-        limit=limit,
-        collections=collections,
-        ef_search=res.settings.search_ef_search_default,
-    )
-    outcome = await res.read(
-        lambda sessions: find_groups(
-            sessions,
-            tenant_id=access.caller.tenant_id,
-            model_id=res.embedder.model_id,
-            request=request,
-        ),
+    asked = DedupeInput(
+        similarity_threshold=similarity_threshold, limit=limit, collections=collections
+    )  # dry_run: a preview, always
+    outcome = await similar.dedupe(
+        access.resources,
+        access.caller.tenant_id,
+        asked,
         consistency=_consistency(access, read_consistency),
     )
     return Duplicates.of(outcome)

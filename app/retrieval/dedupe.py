@@ -37,6 +37,7 @@ from app.db import bm25_upkeep
 from app.db.models import Collection, Document
 from app.db.tenancy import SessionMaker, tenant_transaction
 from app.errors import Unprocessable
+from app.inputs.vocabulary import MAX_DEDUPE_LIMIT
 from app.observability.metrics import DEDUPE_REMOVED, DEDUPE_RUNS
 from app.retrieval.duplicates import (
     DuplicateGroup,
@@ -56,7 +57,6 @@ NEIGHBOURS = 10
 PROBE_EF_SEARCH = 40
 PROBE_BATCH = 256
 EXACT_MAX_DOCUMENTS = 5_000
-MAX_LIMIT = 50_000
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,8 +85,8 @@ class DedupeOutcome:
 
 def check(request: DedupeRequest) -> None:
     """422 naming the field for requests the service does not take."""
-    if not 1 <= request.limit <= MAX_LIMIT:
-        _bad("limit", f"between 1 and {MAX_LIMIT}")
+    if not 1 <= request.limit <= MAX_DEDUPE_LIMIT:
+        _bad("limit", f"between 1 and {MAX_DEDUPE_LIMIT}")
     if not 0.0 <= request.similarity_threshold <= 1.0:
         _bad("similarity_threshold", "between 0.0 and 1.0")
     if not request.use_index and request.limit > EXACT_MAX_DOCUMENTS:

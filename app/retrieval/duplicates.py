@@ -8,17 +8,12 @@ import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from enum import StrEnum
 
 import numpy as np
 
+from app.inputs.vocabulary import MergeStrategy as MergeStrategy
+
 EXACT_BLOCK = 1_024  # rows of the exact comparison per matrix product
-
-
-class MergeStrategy(StrEnum):
-    KEEP_NEWEST = "keep_newest"
-    KEEP_OLDEST = "keep_oldest"
-    KEEP_MOST_ACCESSED = "keep_most_accessed"
 
 
 @dataclass(frozen=True, slots=True)

@@ -17,13 +17,8 @@ from __future__ import annotations
 import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from enum import StrEnum
 
-
-class FusionMethod(StrEnum):
-    RRF = "rrf"
-    WEIGHTED = "weighted"
-
+from app.inputs.vocabulary import FusionMethod as FusionMethod
 
 Ranking = Sequence[tuple[uuid.UUID, float]]
 

@@ -10,20 +10,15 @@ configured index and fusion parameters.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from enum import StrEnum
 
 from app.embeddings.thresholds import default_threshold
 from app.errors import Unprocessable
+from app.inputs.vocabulary import FusionMethod, SearchMode
 from app.retrieval.bm25 import Bm25Params
 from app.retrieval.filters import SearchFilters
-from app.retrieval.fusion import FusionMethod
 from app.settings import Settings
 
-
-class SearchMode(StrEnum):
-    VECTOR = "vector"
-    KEYWORD = "keyword"
-    HYBRID = "hybrid"
+__all__ = ["SearchMode", "SearchRequest", "search_request"]
 
 
 @dataclass(frozen=True, slots=True)

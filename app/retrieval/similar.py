@@ -19,7 +19,6 @@ from __future__ import annotations
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from enum import StrEnum
 from typing import Any
 
 from sqlalchemy import ColumnElement, func, literal, select
@@ -28,6 +27,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from app.db.models import Chunk, Collection, Document
 from app.db.tenancy import SessionMaker, tenant_transaction
 from app.errors import NotFound
+from app.inputs.vocabulary import SearchScope as SearchScope
 from app.retrieval.access import AccessCounter
 from app.retrieval.filters import SearchFilters, conditions
 from app.retrieval.hits import SOURCE_COLUMNS, Hit, hit_of, with_sources
@@ -37,12 +37,6 @@ from app.retrieval.requests import SearchRequest
 from app.retrieval.visibility import access_lists_matter, visible_scope
 
 SHARED_COLLECTION = "shared"
-
-
-class SearchScope(StrEnum):
-    CURRENT = "current"  # the item's own collection
-    SHARED = "shared"  # the item's collection and the collection named "shared"
-    ALL = "all"  # every collection of the tenant
 
 
 @dataclass(frozen=True, slots=True)

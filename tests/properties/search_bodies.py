@@ -1,5 +1,5 @@
 """Search request bodies: arbitrary JSON where `filters` and `collections` go, metadata filters
-drawn from the documented grammar (app/api/search_models.py) with what each should match, and
+drawn from the documented grammar (app/inputs/search.py) with what each should match, and
 valid bodies with NUL or a lone surrogate slipped into one string.
 """
 

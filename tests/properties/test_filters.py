@@ -2,7 +2,7 @@
 request model refuses it with a validation error (a 422) or `conditions` builds SQL that
 compiles for PostgreSQL, with parameters the database can store; never another exception.
 
-The grammar (app/api/search_models.py): `metadata` maps a key to a scalar (equality), a list of
+The grammar (app/inputs/search.py): `metadata` maps a key to a scalar (equality), a list of
 scalars (any of them) or a range object with `eq`, `in`, `gt`, `gte`, `lt`, `lte`.
 """
 
@@ -22,7 +22,8 @@ from sqlalchemy import ColumnElement
 from sqlalchemy.dialects import postgresql
 from sqlalchemy.engine import Dialect
 
-from app.api.search_models import SearchIn, to_filters
+from app.inputs.search import SearchInput as SearchIn
+from app.operations.search import to_filters
 from app.retrieval.filters import SearchFilters, conditions
 from app.storable import unstorable_reason
 from tests.properties import examples

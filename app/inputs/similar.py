@@ -1,0 +1,59 @@
+"""Similar items and near-duplicates as any door asks for them (GET …/similar and
+POST /api/rag/dedupe, the MCP tools `find_similar` and `find_duplicates`, `rag similar` and
+`rag dedupe`)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Annotated, Literal
+
+from pydantic import AliasChoices, BaseModel, ConfigDict, Field
+
+from app.inputs.search import CollectionName
+from app.inputs.vocabulary import (
+    DEFAULT_DEDUPE_LIMIT,
+    DEFAULT_DUPLICATE_THRESHOLD,
+    DEFAULT_MIN_SIMILARITY,
+    DEFAULT_SIMILAR_TOP_K,
+    MAX_DEDUPE_LIMIT,
+    MergeStrategy,
+    SearchScope,
+)
+
+ItemKind = Literal["chunk", "document", "either"]  # what the id names ("either": find out)
+
+
+@dataclass(frozen=True, slots=True)
+class SimilarInput:
+    top_k: int = DEFAULT_SIMILAR_TOP_K
+    min_similarity: float = DEFAULT_MIN_SIMILARITY
+    exclude_same_document: bool = True
+    scope: SearchScope = SearchScope.CURRENT
+    collections: Sequence[str] | None = None  # explicit: overrides `scope`
+
+
+class DedupeInput(BaseModel):
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+    similarity_threshold: Annotated[float, Field(ge=0.0, le=1.0)] = DEFAULT_DUPLICATE_THRESHOLD
+    dry_run: bool = True
+    merge_strategy: MergeStrategy = MergeStrategy.KEEP_NEWEST
+    limit: Annotated[int, Field(ge=1, le=MAX_DEDUPE_LIMIT)] = DEFAULT_DEDUPE_LIMIT
+    collections: Annotated[list[CollectionName] | None, Field(max_length=100)] = None
+    use_index: bool = Field(default=True, validation_alias=AliasChoices("use_index", "use_lsh"))
+    ef_search: Annotated[
+        int | None,
+        Field(
+            ge=1,
+            le=1000,
+            description="HNSW ef_search of the neighbour probes (default: the service's, 40). "
+            "Raise it for tenants of tens of thousands of documents: at 50,000 documents 40 "
+            "found 98.9% of planted pairs, 100 found 99.9%.",
+        ),
+    ] = None
+    across_access: bool = Field(
+        default=False,
+        description="Also pair documents whose access lists differ (a merge then deletes "
+        "documents some readers could see in favour of one they may not): off by default.",
+    )

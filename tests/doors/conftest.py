@@ -1,0 +1,20 @@
+"""The app with MCP reachable (tests/mcp's fixtures), and its resources for the in-process CLI."""
+
+from __future__ import annotations
+
+import pytest
+from fastapi import FastAPI
+
+from app.api.deps import get_resources
+from app.permissions import EVERY_DOCUMENT
+from app.resources import Resources
+from tests.mcp.conftest import http, mcp_app, tenant
+
+__all__ = ["http", "mcp_app", "operator", "tenant"]
+
+
+@pytest.fixture
+def operator(mcp_app: FastAPI) -> Resources:
+    """The resources the HTTP and MCP doors use, reading as the command line's operator."""
+    resources: Resources = mcp_app.dependency_overrides[get_resources]()
+    return resources.reading_as_caller(EVERY_DOCUMENT)
