@@ -47,7 +47,7 @@ ensure_venv() {
   have="$( (ls "$VENV"/.installed-* 2>/dev/null || true) | sed 's/.*-//' | tr '\n' ',')"
   extras="$(printf '%s' "$have,$extras" | tr ',' '\n' | sed '/^$/d' | sort -u | paste -sd, -)"
   stage "installing pip and torch 2.13.0 (CPU)"
-  _pip --upgrade pip
+  _pip --upgrade pip || echo "(pip not upgraded; going on with $("$VENV/bin/python" -m pip -V | cut -d' ' -f1-2))" >&2
   # torch first and exactly pinned: any other version drags in gigabytes of CUDA packages.
   _pip -c "$LOCK" "torch==2.13.0"
   stage_done
