@@ -11,24 +11,26 @@ ENV PATH=/opt/venv/bin:$PATH
 WORKDIR /src
 # torch pinned and from the CPU index: the default index brings several GB of CUDA packages.
 RUN pip install "torch==2.13.0" --index-url https://download.pytorch.org/whl/cpu
-# The dependencies alone first, read from pyproject.toml: this layer (about 1.5 GB) is rebuilt
-# when the dependencies change, not on every change to the code.
-COPY pyproject.toml ./
-COPY clients/python/pyproject.toml ./clients/python/pyproject.toml
+# The dependencies alone first, read from pyproject.toml, at the versions constraints.txt names
+# (those the tests passed with; scripts/lock refreshes it): this layer (about 1.5 GB) is
+# rebuilt when they change, not on every change to the code.
+COPY pyproject.toml constraints.txt ./
 RUN python - <<'EOF' > /tmp/requirements.txt
 import tomllib
 service = tomllib.load(open("pyproject.toml", "rb"))["project"]
-client = tomllib.load(open("clients/python/pyproject.toml", "rb"))["project"]
-print("\n".join(service["dependencies"] + service["optional-dependencies"]["local"]
-                + client["dependencies"]))
+print("\n".join(service["dependencies"] + service["optional-dependencies"]["local"]))
 EOF
-RUN pip install -r /tmp/requirements.txt
-COPY README.md alembic.ini ./
+RUN pip install -r /tmp/requirements.txt -c constraints.txt
+# The service's wheel holds app, its migrations and the client that `rag --url` talks through
+# (setup.py); every dependency is already there, so it installs without them.
+COPY README.md alembic.ini setup.py ./
 COPY app ./app
 COPY migrations ./migrations
-COPY clients/python ./clients/python
-RUN pip install --no-deps . ./clients/python \
-    && python -c "import app, rag_client, migrations, torch; assert torch.__version__.startswith('2.13.0')"
+COPY clients/python/rag_client ./clients/python/rag_client
+RUN pip install --no-deps . \
+    && pip check \
+    && python -c "import app.db.migrations, rag_client, torch; assert torch.__version__.startswith('2.13.0')" \
+    && rag --version
 
 FROM ${PYTHON_IMAGE} AS runtime
 ENV PATH=/opt/venv/bin:$PATH \

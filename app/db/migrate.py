@@ -15,7 +15,10 @@ from app.db import sharding
 from app.db.engine import async_url
 
 _log = logging.getLogger(__name__)
-MIGRATIONS_DIR = Path(__file__).resolve().parent.parent.parent / "migrations"
+# Installed from a wheel, the migrations ship inside this package (setup.py); in a checkout
+# they are the repository's migrations/ folder.
+_PACKAGED = Path(__file__).resolve().parent / "migrations"
+MIGRATIONS_DIR = _PACKAGED if _PACKAGED.is_dir() else _PACKAGED.parents[2] / "migrations"
 _MIGRATION_LOCK = 727_101  # pg_advisory_lock key: one migration at a time per database
 
 

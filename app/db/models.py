@@ -324,6 +324,3 @@ class TenantUsage(Base):
     searches: Mapped[int] = mapped_column(BigInteger, nullable=False, server_default="0")
     ingests: Mapped[int] = mapped_column(BigInteger, nullable=False, server_default="0")
     rate_limited: Mapped[int] = mapped_column(BigInteger, nullable=False, server_default="0")
-
-
-TENANT_OWNED_TABLES = ("collections", "documents", "chunks", "bm25_corpus", "bm25_terms")

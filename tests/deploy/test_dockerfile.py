@@ -37,8 +37,35 @@ def test_dependencies_install_before_the_code_is_copied() -> None:
     before `COPY app`, and the project itself installs without dependencies."""
     requirements = DOCKERFILE.index("pip install -r /tmp/requirements.txt")
     assert requirements < DOCKERFILE.index("COPY app ./app")
-    assert "pip install --no-deps . ./clients/python" in DOCKERFILE
+    assert re.search(r"^RUN pip install --no-deps \. ", DOCKERFILE, flags=re.M)
     assert '["optional-dependencies"]["local"]' in DOCKERFILE
+
+
+def test_dependencies_take_the_tested_versions() -> None:
+    """The image installs what the tests passed with: constraints.txt, copied in before the
+    requirements layer, as scripts/_env.sh (serve, test, CI) installs from it."""
+    assert re.search(r"^COPY pyproject\.toml constraints\.txt \./$", DOCKERFILE, flags=re.M)
+    assert "pip install -r /tmp/requirements.txt -c constraints.txt" in DOCKERFILE
+    env_sh = (ROOT / "scripts" / "_env.sh").read_text()
+    assert 'LOCK="$ROOT/constraints.txt"' in env_sh
+    assert '_pip -c "$LOCK" -e "$ROOT[$extras]"' in env_sh
+
+
+def test_the_image_installs_the_wheel_setup_py_describes() -> None:
+    """Every folder setup.py maps into the wheel is copied in; the client comes inside the
+    service's wheel, not as a second install; the build stops unless `rag` runs and every
+    requirement is met."""
+    copied = re.findall(r"^COPY (?!--from)(.+) \S+$", DOCKERFILE, flags=re.M)
+    sources = {source for line in copied for source in line.split()}
+    assert {"setup.py", "app", "migrations", "clients/python/rag_client"} <= sources
+    setup_py = (ROOT / "setup.py").read_text()
+    for folder in re.findall(r'": "([\w/]+)"', setup_py):
+        assert folder in sources, folder
+    assert "./clients/python" not in DOCKERFILE.replace("./clients/python/rag_client", "")
+    builder = DOCKERFILE.split(" AS runtime", 1)[0]
+    assert "pip check" in builder
+    assert "import app.db.migrations, rag_client, torch" in builder
+    assert re.search(r"&& rag --version$", builder, flags=re.M)
 
 
 def test_build_context_leaves_out_what_the_image_does_not_need() -> None:

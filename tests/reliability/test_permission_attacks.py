@@ -30,6 +30,7 @@ from sqlalchemy import text
 from sqlalchemy.ext.asyncio import async_sessionmaker
 
 from app.auth import issue_token
+from app.db import policies
 from app.db.engine import create_engine
 from app.db.tenancy import SessionMaker
 from app.settings import Settings
@@ -423,9 +424,6 @@ async def test_no_caller_reaches_a_document_it_may_not_see_through_any_door(
     assert all(canary in listing.text for canary in seeded.canaries.values())
 
 
-TENANT_ONLY = "tenant_id = nullif(current_setting('app.tenant_id', true), '')"
-
-
 @asynccontextmanager
 async def without_access_condition(database: DatabaseUrls) -> AsyncIterator[SessionMaker]:
     """Sessions of the tables' owner (row-level security is forced on it too) inside one
@@ -439,7 +437,7 @@ async def without_access_condition(database: DatabaseUrls) -> AsyncIterator[Sess
                 await conn.execute(
                     text(
                         f"ALTER POLICY tenant_isolation ON {table}"
-                        f" USING ({TENANT_ONLY}) WITH CHECK ({TENANT_ONLY})"
+                        f" USING ({policies.TENANT}) WITH CHECK ({policies.TENANT})"
                     )
                 )
             try:
