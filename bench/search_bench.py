@@ -1,27 +1,20 @@
-"""Search quality (nDCG@10 on NFCorpus) and latency / recall at 10k and 100k chunks.
+"""Search latency and recall@10 by tenant size, in the service and over HTTP, at 10k, 100k and
+1M chunks; keyword and hybrid modes too. (Retrieval quality is bench.quality_bench's.)
 
     python -m bench.search_bench [--sizes 10000,100000] [--queries 200]
-        [--ef 40,100,200] [--skip-ndcg] [--skip-latency] [--skip-http] [--explain]
+        [--ef auto,40,100,200] [--skip-http] [--explain] [--worst-queries N]
         [--synthetic cov|noise] [--spread 1.0] [--noise 0.02] [--m 16] [--ef-construction 64]
-        [--plan-cache-mode auto|force_custom_plan] [--modes vector,hybrid] [--database-url URL]
+        [--plan-cache-mode auto|force_custom_plan] [--modes vector,keyword,hybrid]
+        [--database-url URL]
 
-(a) nDCG@10: every NFCorpus document ingested as plain text through ``ingest_document`` (chunked
-    by the service; vectors from the local MiniLM model, cached on disk by text hash in
-    bench/results/ so reruns skip the model), then every test query through
-    ``app.retrieval.search`` in vector, keyword and hybrid mode (top_k 10 chunks, no threshold).
-    A document ranks where its best chunk ranks; graded relevance, linear gain (as BEIR's
-    pytrec_eval). Beside them: exact dense search in numpy over the same chunk vectors; BM25
-    (rank-bm25, a dev dependency; skipped without it) on documents and its RRF with exact
-    dense, DESIGN's recipe; diagnostics that are not the service's code (OR'ed keyword terms,
-    top 40 chunks collapsed to 10 documents, other RRF tie-breaks).
-(b) latency, per size: the NFCorpus chunk vectors, each reused size/5481 times plus noise
+(a) latency, per size: the NFCorpus chunk vectors, each reused size/5481 times plus noise
     shaped like the corpus's own covariance (renormalized; see ``synthetic_vectors``), spread
     over tenants of 50%, 4 x 10% and 0.1% of the rows, loaded by binary COPY as superuser
     with the HNSW index dropped and rebuilt (same definition as the migration). Then, as the
     runtime role under RLS: service-only ``search`` with precomputed query vectors, and HTTP
     end to end against ``rag serve`` in a subprocess (query embedding by the local model;
     every query text new to the server; then repeated texts for the query cache).
-(c) recall@10 of each service-only search against exact search (numpy over the tenant's rows),
+(b) recall@10 of each service-only search against exact search (numpy over the tenant's rows),
     at each ``--ef`` value (default 40, the service's default, 100 and 200), per tenant size.
 
 Queries go round robin over the tenant sizes (and ef_search values) so load drift and the
@@ -33,7 +26,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import re
-import statistics
 import time
 from collections.abc import Sequence
 from dataclasses import asdict
@@ -45,26 +37,17 @@ from sqlalchemy import event, func, select, text
 
 from app.db.models import Chunk
 from app.db.tenancy import tenant_transaction
-from app.evaluation.metrics import ndcg_at_10
-from app.ingest.chunking import Chunker
-from app.ingest.documents import ingest_document
-from app.retrieval import SearchMode, SearchRequest, fuse, search
+from app.retrieval import SearchMode, SearchRequest, search
 from app.retrieval.bm25 import keyword_query
 from app.settings import Settings
 from bench.kit.corpus import (
-    CachingEmbedder,
-    PreparedDoc,
-    corpus_input,
     corpus_vectors,
     query_pool,
-    read_qrels,
-    read_queries,
 )
 from bench.kit.database import (
     BenchDatabase,
     bench_database,
     connect_loader,
-    create_tenants,
     search_tokens,
     server_settings,
 )
@@ -74,218 +57,7 @@ from bench.kit.stats import latency_summary
 from bench.kit.stubs import StubEmbedder
 from bench.kit.synthetic import CLASSES, TOP_K, Loaded, Synthetic, exact_top, load_size, pick_tenant
 
-DESIGN_NDCG = {"vector": 0.300, "keyword": 0.307, "hybrid": 0.329}
-
-
-# --- (a) nDCG@10 ----------------------------------------------------------------------------
-
-
-def documents_in_order(external_ids: Sequence[str]) -> list[str]:
-    """A document ranks where its best chunk ranks."""
-    return list(dict.fromkeys(external_ids))
-
-
-async def ndcg_part(
-    db: BenchDatabase,
-    embedder: CachingEmbedder,
-    chunker: Chunker,
-    corpus: list[PreparedDoc],
-    concurrency: int,
-) -> dict[str, Any]:
-    tenant = "nfcorpus"
-    await create_tenants(db.sessions, [tenant])
-    log(f"(a) ingesting {len(corpus)} documents through ingest_document (x{concurrency})")
-    queue = [p.doc for p in reversed(corpus)]
-    started = time.perf_counter()
-
-    async def worker() -> None:
-        while queue:
-            doc = queue.pop()
-            await ingest_document(
-                db.sessions, embedder, chunker=chunker, tenant_id=tenant, document=corpus_input(doc)
-            )
-
-    doc = queue.pop()  # alone first: concurrent first ingests race on creating the collection
-    await ingest_document(
-        db.sessions, embedder, chunker=chunker, tenant_id=tenant, document=corpus_input(doc)
-    )
-    await asyncio.gather(*(worker() for _ in range(concurrency)))
-    ingest_s = time.perf_counter() - started
-    qrels = read_qrels("test")
-    texts = read_queries()
-    queries = {qid: texts[qid] for qid in qrels}
-    runs: dict[str, dict[str, list[str]]] = {}
-    kept: dict[tuple[str, int], dict[str, list[Any]]] = {}
-    plan = [
-        ("vector", 40, TOP_K),
-        ("vector", 100, TOP_K),
-        ("keyword", 0, TOP_K),
-        ("hybrid", 40, TOP_K),
-        ("hybrid", 100, TOP_K),
-        ("vector", 40, 40),
-        ("keyword", 0, 40),
-        ("hybrid", 40, 40),
-    ]
-    for mode, ef, top_k in plan:
-        name = f"{mode}, ef {ef}" if ef else mode
-        if top_k != TOP_K:
-            name = f"diag: {name}, top {top_k} chunks -> 10 documents"
-        log(f"(a) {len(queries)} queries, {name}")
-        runs[name] = {}
-        for qid, query in queries.items():
-            request = SearchRequest(
-                query=query, mode=SearchMode(mode), top_k=top_k, threshold=None, ef_search=ef or 40
-            )
-            outcome = await search(db.sessions, embedder, tenant_id=tenant, request=request)
-            runs[name][qid] = documents_in_order([h.external_id for h in outcome.hits])[:10]
-            if top_k == 40:
-                kept.setdefault((mode, top_k), {})[qid] = outcome.hits
-    ties = tie_breaks(kept[("vector", 40)], kept[("keyword", 40)], qrels)
-    runs.update(await ndcg_references(db, embedder, tenant, queries))
-    runs.update(bm25_references(corpus, runs["ref: exact dense, top 100 documents"], queries))
-    del runs["ref: exact dense, top 100 documents"]
-    scores = {
-        name: round(sum(ndcg_at_10(ranked[q], qrels[q]) for q in queries) / len(queries), 4)
-        for name, ranked in runs.items()
-    }
-    coverage = {
-        name: {
-            "mean_documents": round(sum(len(r[q][:10]) for q in queries) / len(queries), 2),
-            "queries_with_none": sum(1 for q in queries if not r[q]),
-        }
-        for name, r in runs.items()
-    }
-    embedder.save()
-    return {
-        "queries": len(queries),
-        "ingest_s": round(ingest_s, 1),
-        "ndcg@10": scores,
-        "coverage": coverage,
-        "hybrid_tie_breaks": ties,
-    }
-
-
-def tie_breaks(
-    vector: dict[str, list[Any]], keyword: dict[str, list[Any]], qrels: dict[str, dict[str, int]]
-) -> dict[str, float]:
-    """Hybrid as the service fuses it (the same 40 + 40 candidates, RRF k 60, top 10 chunks),
-    with ties in the fused score broken differently. The service breaks them by chunk id, a
-    random UUID; 20 random orders show how far that alone moves the figure, and breaking ties
-    by similarity what a deterministic rule gives. (Rebuilt from the hits, whose keyword order
-    breaks rank ties by similarity, so it is close to, not identical with, the service run.)"""
-    import random
-
-    def run(order_key: Any) -> float:
-        total = 0.0
-        for qid in vector:
-            score: dict[Any, float] = {}
-            hit_of: dict[Any, Any] = {}
-            for ranking in (vector[qid], keyword.get(qid, [])):
-                for rank, hit in enumerate(ranking, start=1):
-                    score[hit.chunk_id] = score.get(hit.chunk_id, 0.0) + 1.0 / (60 + rank)
-                    hit_of[hit.chunk_id] = hit
-            best = sorted(score, key=lambda c: (-score[c], order_key(hit_of[c])))[:TOP_K]
-            total += ndcg_at_10(
-                documents_in_order([hit_of[c].external_id for c in best]), qrels[qid]
-            )
-        return total / len(vector)
-
-    randoms = []
-    for seed in range(20):
-        rng = random.Random(seed)
-        draw: dict[Any, float] = {}
-        randoms.append(run(lambda h, d=draw, r=rng: d.setdefault(h.chunk_id, r.random())))
-    return {
-        "random_ties_mean": round(statistics.fmean(randoms), 4),
-        "random_ties_min": round(min(randoms), 4),
-        "random_ties_max": round(max(randoms), 4),
-        "ties_by_similarity": round(run(lambda h: -h.similarity), 4),
-    }
-
-
-def bm25_references(
-    corpus: list[PreparedDoc], dense_docs: dict[str, list[str]], queries: dict[str, str]
-) -> dict[str, dict[str, list[str]]]:
-    """DESIGN's references, recomputed here: BM25 (rank-bm25, whitespace tokens) over whole
-    documents, and its reciprocal rank fusion (k 60) with exact dense document rankings."""
-    try:
-        from rank_bm25 import BM25Okapi
-    except ImportError:
-        return {}
-    ids = [p.doc.doc_id for p in corpus]
-    bm25 = BM25Okapi([p.doc.text.lower().split() for p in corpus])
-    lexical: dict[str, list[str]] = {}
-    fused: dict[str, list[str]] = {}
-    for qid, query in queries.items():
-        scores = bm25.get_scores(query.lower().split())
-        top = [ids[i] for i in np.argsort(-scores, kind="stable")[:100]]
-        lexical[qid] = top[:10]
-        rrf: dict[str, float] = {}
-        for ranking in (top, dense_docs[qid]):
-            for rank, doc_id in enumerate(ranking, start=1):
-                rrf[doc_id] = rrf.get(doc_id, 0.0) + 1.0 / (60 + rank)
-        fused[qid] = sorted(rrf, key=lambda d: -rrf[d])[:10]
-    return {
-        "ref: BM25 (rank-bm25), documents": lexical,
-        "ref: RRF of exact dense + BM25, documents": fused,
-    }
-
-
-async def ndcg_references(
-    db: BenchDatabase, embedder: CachingEmbedder, tenant: str, queries: dict[str, str]
-) -> dict[str, dict[str, list[str]]]:
-    """Not the service's code paths: exact dense search over the same chunk vectors, and
-    keyword search with OR'ed terms (websearch_to_tsquery ANDs them), alone and fused."""
-    conn = await connect_loader(db.superuser_url)
-    try:
-        rows = await conn.fetch(
-            "select c.id, d.external_id, c.embedding from chunks c"
-            " join documents d on d.id = c.document_id where c.tenant_id = $1",
-            tenant,
-        )
-    finally:
-        await conn.close()
-    ids = [r["id"] for r in rows]
-    owner = [r["external_id"] for r in rows]
-    matrix = np.stack([np.asarray(r["embedding"].to_numpy(), dtype=np.float32) for r in rows])
-    exact10: dict[str, list[str]] = {}
-    exact_docs: dict[str, list[str]] = {}
-    or_keyword: dict[str, list[str]] = {}
-    or_hybrid: dict[str, list[str]] = {}
-    doc_of = dict(zip(ids, owner, strict=True))
-    sql = text(
-        "select c.id, ts_rank_cd(c.search_vector, t.q) as rank from chunks c,"
-        " (select nullif(replace(plainto_tsquery('english', :q)::text, ' & ', ' | '), '')"
-        "::tsquery as q) t where c.search_vector @@ t.q and c.tenant_id = :tenant"
-        " order by rank desc, c.id limit 40"
-    )
-    for qid, query in queries.items():
-        vector = np.asarray(await embedder.embed_query(query), dtype=np.float32)
-        order = np.argsort(-(matrix @ vector), kind="stable")
-        exact10[qid] = documents_in_order([owner[i] for i in order[:TOP_K]])
-        exact_docs[qid] = documents_in_order([owner[i] for i in order[:400]])[:100]
-        async with tenant_transaction(db.sessions, tenant) as session:
-            lexical = [
-                (r.id, float(r.rank))
-                for r in await session.execute(sql, {"q": query, "tenant": tenant})
-            ]
-        or_keyword[qid] = documents_in_order([doc_of[i] for i, _ in lexical[:TOP_K]])
-        nearest = [(ids[i], 0.0) for i in order[:40]]
-        fused = fuse([nearest, lexical], k=60)
-        or_hybrid[qid] = documents_in_order([doc_of[i] for i, _ in fused[:TOP_K]])
-    return {
-        "ref: exact dense, top 10 chunks": exact10,
-        "ref: exact dense, top 10 documents": {q: d[:10] for q, d in exact_docs.items()},
-        "ref: exact dense, top 100 documents": exact_docs,
-        "diag: keyword, OR terms": or_keyword,
-        "diag: hybrid, exact dense + OR keyword": or_hybrid,
-    }
-
-
-# --- (b) synthetic load ---------------------------------------------------------------------
-
-
-# --- (b) service-only latency and (c) recall ----------------------------------------------------
+# --- (a) service-only latency and (b) recall ----------------------------------------------------
 
 
 async def service_part(
@@ -527,7 +299,7 @@ async def explain_part(
     return plans
 
 
-# --- (b) HTTP end to end ----------------------------------------------------------------------
+# --- (a) HTTP end to end ----------------------------------------------------------------------
 
 
 async def http_part(
@@ -622,17 +394,10 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
     ) as db:
         results["server"] = await server_settings(db.superuser_url)
         log(f"server: {results['server']}")
-        local, chunker, embedder, corpus, base = await corpus_vectors(db.settings)
+        local, _chunker, embedder, corpus, base = await corpus_vectors(db.settings)
         results["corpus"] = {"documents": len(corpus), "chunks": len(base)}
         if args.plan_cache_mode != "auto":
             await set_plan_cache_mode(db, args.plan_cache_mode)
-        if not args.skip_ndcg:
-            results["ndcg"] = await ndcg_part(
-                db, embedder, chunker, corpus, args.ingest_concurrency
-            )
-            report_ndcg(results["ndcg"])
-        if args.skip_latency:
-            return results
         pool = query_pool(set())
         needed = args.queries * len(CLASSES) + 10 + args.queries
         stub_texts = pool[: args.queries]
@@ -642,7 +407,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
         stub = StubEmbedder(local.model_id, local.dimensions, vectors)
         results["sizes"] = {}
         for size in args.sizes:
-            log(f"(b) size {size}: generating and loading")
+            log(f"size {size}: generating and loading")
             spec = Synthetic(
                 kind=args.synthetic,
                 scale=args.spread,
@@ -679,7 +444,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
             if args.explain:
                 entry["explain"] = await explain_part(db, loaded, stub, stub_texts[0])
             if not args.skip_http:
-                log(f"(b) size {size}: HTTP end to end via rag serve")
+                log(f"size {size}: HTTP end to end via rag serve")
                 for mode in args.modes:
                     rows += await http_part(
                         db,
@@ -706,33 +471,6 @@ async def set_plan_cache_mode(db: BenchDatabase, mode: str) -> None:
         await conn.close()
     await db.engine.dispose()
     log(f"plan_cache_mode = {mode} for the runtime role")
-
-
-def report_ndcg(ndcg: dict[str, Any]) -> None:
-    rows = []
-    for name, score in ndcg["ndcg@10"].items():
-        mode = name.split(",")[0]
-        cover = ndcg["coverage"][name]
-        rows.append(
-            [
-                name,
-                score,
-                DESIGN_NDCG.get(mode, ""),
-                cover["mean_documents"],
-                cover["queries_with_none"],
-            ]
-        )
-    print_table(
-        f"nDCG@10, NFCorpus test ({ndcg['queries']} queries), document level",
-        ["run", "nDCG@10", "DESIGN ref", "docs in top 10", "empty"],
-        rows,
-    )
-    ties = ndcg["hybrid_tie_breaks"]
-    print(  # noqa: T201
-        f"hybrid, RRF ties broken at random (20 orders): mean {ties['random_ties_mean']}, "
-        f"min {ties['random_ties_min']}, max {ties['random_ties_max']}; "
-        f"ties broken by similarity: {ties['ties_by_similarity']}\n"
-    )
 
 
 def report_size(size: int, entry: dict[str, Any]) -> None:
@@ -806,7 +544,6 @@ def main() -> None:
     parser.add_argument(
         "--ef-construction", type=int, default=64, help="HNSW ef_construction (migration: 64)"
     )
-    parser.add_argument("--ingest-concurrency", type=int, default=4)
     parser.add_argument(
         "--dedicated-min-chunks",
         type=int,
@@ -820,8 +557,6 @@ def main() -> None:
         default=4096,
         help="index builds get the memory their graph needs, up to this",
     )
-    parser.add_argument("--skip-ndcg", action="store_true")
-    parser.add_argument("--skip-latency", action="store_true")
     parser.add_argument("--skip-http", action="store_true")
     parser.add_argument("--explain", action="store_true")
     parser.add_argument(
