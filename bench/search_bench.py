@@ -9,13 +9,14 @@
 
 (a) latency, per size: the NFCorpus chunk vectors, each reused size/5481 times plus noise
     shaped like the corpus's own covariance (renormalized; see ``synthetic_vectors``), spread
-    over tenants of 50%, 4 x 10% and 0.1% of the rows, loaded by binary COPY as superuser
+    over tenants of 50%, 4 x 10%, 5 x 1% and 0.1% of the rows, loaded by binary COPY as superuser
     with the HNSW index dropped and rebuilt (same definition as the migration). Then, as the
     runtime role under RLS: service-only ``search`` with precomputed query vectors, and HTTP
     end to end against ``rag serve`` in a subprocess (query embedding by the local model;
     every query text new to the server; then repeated texts for the query cache).
 (b) recall@10 of each service-only search against exact search (numpy over the tenant's rows),
-    at each ``--ef`` value (default 40, the service's default, 100 and 200), per tenant size.
+    at each ``--ef`` value (default: auto, the service's own choice, then 40, 100 and 200), per
+    tenant size.
 
 Queries go round robin over the tenant sizes (and ef_search values) so load drift and the
 pooled connections' prepared statements are shared alike.
