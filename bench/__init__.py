@@ -1,10 +1,4 @@
-"""Benchmarks. The scripts import each other as top-level modules (`harness`, `search_bench`,
-`ingest_bench`), as they do when run as `python bench/x.py`; importing the package puts bench/
-on the path so `python -m bench` and `bench.peers` can reuse them as they are."""
-
-import sys
-from pathlib import Path
-
-_HERE = str(Path(__file__).resolve().parent)
-if _HERE not in sys.path:
-    sys.path.append(_HERE)
+"""Benchmarks of the service, beside its alternatives. Each runs as `python -m bench.<name>`;
+`python -m bench` is the suite beside the peers (docs/BENCHMARKS.md). What they share (the
+throwaway database, NFCorpus and synthetic tenants, the live server, stub embedders,
+statistics and reports) is in bench.kit; no benchmark imports another."""

@@ -32,23 +32,14 @@ from importlib.metadata import version
 from pathlib import Path
 from typing import Any
 
-from harness import (
-    ROOT,
-    ApiClient,
-    BenchDatabase,
-    bench_database,
-    git_commit,
-    latency_summary,
-    log,
-    quantile,
-    search_tokens,
-    server_settings,
-    write_json,
-)
-from search_bench import CLASSES, Synthetic, load_size, serve
-
 from app.embeddings.local import LocalEmbedder
 from app.resources import build_chunker
+from bench.kit.database import BenchDatabase, bench_database, search_tokens, server_settings
+from bench.kit.paths import ROOT
+from bench.kit.report import git_commit, log, write_json
+from bench.kit.server import ApiClient, serve
+from bench.kit.stats import latency_summary, quantile
+from bench.kit.synthetic import CLASSES, Synthetic, load_size
 from bench.peers import engines as peers
 from bench.peers.ingest import index_builds, parse_and_embed, store_rows
 from bench.peers.measure import Budget, latency_rows, run_cell, sweep_rows, warm_up
@@ -144,7 +135,7 @@ async def prepare(
         "classes": list(CLASSES),
         "data": (
             f"{len(workload.base):,} NFCorpus chunk vectors (all-MiniLM-L6-v2, 384-d) "
-            "reused with noise shaped like their covariance (search_bench's generator), "
+            "reused with noise shaped like their covariance (bench.kit.synthetic's generator), "
             "binary COPY; tenants of 50%, 4 x 10%, 5 x 1%, the rest 0.1% of the rows; "
             "HNSW m 16, ef_construction 64, dedicated indexes as `rag index` makes them"
         ),
@@ -211,7 +202,7 @@ async def measure_size(
     client: ApiClient | None,
     results: dict[str, Any],
 ) -> None:
-    log(f"size {size}: generating and loading (search_bench's load_size)")
+    log(f"size {size}: generating and loading (bench.kit.synthetic.load_size)")
     spec = Synthetic(dedicated_min_chunks=db.settings.dedicated_index_min_chunks)
     loaded = await load_size(
         db, size, workload.corpus, workload.base, spec=spec, model_id=workload.stub.model_id

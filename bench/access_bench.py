@@ -1,7 +1,7 @@
 """Vector search under document permissions: P95 and recall@10 for callers who see 100%, 50%,
 10% and 1% of a large tenant, beside the same searches in a tenant without access lists.
 
-    .venv/bin/python bench/access_bench.py [--chunks 100000] [--queries 200] [--ef N]
+    python -m bench.access_bench [--chunks 100000] [--queries 200] [--ef N]
         [--no-dedicated] [--compare] [--database-url URL]
 
 Data (synthetic, no model needed): 384-d vectors in two levels of clusters (topics of ~200
@@ -37,19 +37,6 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from harness import (
-    HNSW_DEFINITION,
-    HNSW_INDEX,
-    BenchDatabase,
-    bench_database,
-    connect_loader,
-    create_tenants,
-    latency_summary,
-    log,
-    print_table,
-    server_settings,
-    write_json,
-)
 
 from app.db.indexes import (
     chunk_counts,
@@ -62,6 +49,19 @@ from app.db.tenancy import reading_as
 from app.permissions import Readers
 from app.retrieval import SearchMode, SearchRequest, search
 from app.retrieval.visibility import Scope
+from bench.kit.database import (
+    HNSW_DEFINITION,
+    HNSW_INDEX,
+    BenchDatabase,
+    bench_database,
+    connect_loader,
+    create_tenants,
+    server_settings,
+)
+from bench.kit.report import log, print_table, write_json
+from bench.kit.stats import latency_summary
+from bench.kit.stubs import StubEmbedder
+from bench.kit.synthetic import unit
 
 # the module (app.retrieval re-exports its function under the same name)
 search_module = importlib.import_module("app.retrieval.search")
@@ -91,35 +91,6 @@ class Data:
     vectors: dict[str, np.ndarray]  # by tenant: two draws of one distribution
     ids: dict[str, list[uuid.UUID]]  # chunk ids by tenant, row order
     groups: np.ndarray  # per row: the smallest share whose group it carries (1.0 .. 0.01)
-
-
-class StubEmbedder:
-    """Precomputed query vectors: the service's search without the model."""
-
-    model_id = MODEL
-    dimensions = DIMENSIONS
-    query_prefix = ""
-    passage_prefix = ""
-
-    def __init__(self) -> None:
-        self.current: list[float] = []
-
-    async def embed_query(self, text: str) -> list[float]:
-        return self.current
-
-    async def embed_documents(self, texts: Sequence[str]) -> list[list[float]]:
-        raise NotImplementedError
-
-    async def check(self) -> None:
-        return None
-
-    async def aclose(self) -> None:
-        return None
-
-
-def unit(rows: np.ndarray) -> np.ndarray:
-    out: np.ndarray = (rows / np.linalg.norm(rows, axis=1, keepdims=True)).astype(np.float32)
-    return out
 
 
 def around(rng: np.random.Generator, centres: np.ndarray, n: int, spread: float) -> np.ndarray:
@@ -286,7 +257,7 @@ async def measure(
     ef: int | None,
     variants: Sequence[bool],
 ) -> list[dict[str, Any]]:
-    stub = StubEmbedder()
+    stub = StubEmbedder(MODEL, DIMENSIONS)
     everyone = callers(data)
     samples: dict[tuple[str, bool], list[float]] = {}
     recalls: dict[tuple[str, bool], list[float]] = {}

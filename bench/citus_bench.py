@@ -33,16 +33,6 @@ from typing import Any
 
 import asyncpg
 import numpy as np
-from harness import (
-    bench_database,
-    bench_settings,
-    create_tenants,
-    latency_summary,
-    log,
-    print_table,
-    server_settings,
-    write_json,
-)
 
 from app.db.engine import create_engine, create_sessionmaker
 from app.db.migrate import migrate
@@ -53,6 +43,11 @@ from app.ingest.inputs import DocumentInput, PrecomputedChunk
 from app.ingest.parsing import SourceType
 from app.resources import build_chunker
 from app.retrieval import SearchMode, SearchRequest, search
+from bench.kit.database import bench_database, bench_settings, create_tenants, server_settings
+from bench.kit.report import log, print_table, write_json
+from bench.kit.stats import latency_summary
+from bench.kit.stubs import StubEmbedder
+from bench.kit.synthetic import unit
 from tests.citus.cluster import running_cluster
 
 DIMENSIONS = 384
@@ -91,35 +86,6 @@ class Target:
     name: str
     sessions: SessionMaker
     superuser_url: str
-
-
-class FixedEmbedder:
-    """The query vector of the moment: the service's search without the model."""
-
-    model_id = MODEL
-    dimensions = DIMENSIONS
-    query_prefix = ""
-    passage_prefix = ""
-
-    def __init__(self) -> None:
-        self.current: list[float] = []
-
-    async def embed_query(self, text: str) -> list[float]:
-        return self.current
-
-    async def embed_documents(self, texts: Sequence[str]) -> list[list[float]]:
-        raise AppError("bench_embedder", "chunks arrive with their embeddings", status=500)
-
-    async def check(self) -> None:
-        return None
-
-    async def aclose(self) -> None:
-        return None
-
-
-def unit(rows: np.ndarray) -> np.ndarray:
-    out: np.ndarray = (rows / np.linalg.norm(rows, axis=1, keepdims=True)).astype(np.float32)
-    return out
 
 
 def word(rng: np.random.Generator) -> str:
@@ -207,7 +173,7 @@ async def citus_cluster() -> AsyncIterator[Target]:
 
 async def ingest(target: Target, corpus: Corpus, *, concurrency: int, batch: int) -> float:
     """Chunks per second, every tenant's documents in batches of `batch`."""
-    embedder = FixedEmbedder()
+    embedder = StubEmbedder(MODEL, DIMENSIONS)
     chunker = build_chunker(bench_settings("postgresql://unused/none"), embedder)
     await create_tenants(target.sessions, [t.name for t in corpus.tenants])
     calls = [
@@ -289,7 +255,7 @@ async def measure_searches(
 ) -> list[dict[str, Any]]:
     rng = np.random.default_rng(5)
     measured = [t for t in corpus.tenants if t.label in MEASURED]
-    embedder = FixedEmbedder()
+    embedder = StubEmbedder(MODEL, DIMENSIONS)
     samples: dict[tuple[str, str, str], list[float]] = {}
     recalls: dict[tuple[str, str], list[float]] = {}
     for i in range(queries + warm):
@@ -339,7 +305,7 @@ async def statements_per_search(
     """Per mode, the statements the coordinator ran per search (`citus_stat_counters` around
     `rounds` searches of every measured tenant, after a warm-up round)."""
     rng = np.random.default_rng(11)
-    embedder = FixedEmbedder()
+    embedder = StubEmbedder(MODEL, DIMENSIONS)
     measured = [t for t in corpus.tenants if t.label in MEASURED]
     found: dict[str, dict[str, float]] = {}
     for mode in (SearchMode.VECTOR, SearchMode.KEYWORD, SearchMode.HYBRID):

@@ -5,7 +5,7 @@ set of 20 chunks, cut from a real corpus (NFCorpus abstracts, when ../shared/dat
 or from synthetic text, and the timing covers all of `build_context_with_citations`: truncation,
 citation labels, token counting with the real MiniLM tokenizer, the final count and metrics.
 
-    .venv/bin/python bench/context_bench.py [--runs 2000] [--corpus PATH] [--json OUT]
+    python -m bench.context_bench [--runs 2000] [--corpus PATH] [--json OUT]
 
 Scenarios (the counter is long-lived in the service, like the one in Resources):
 - corpus seen before: every run's words met in earlier runs (the steady state for a tenant);
@@ -37,10 +37,11 @@ from app.citations import (
     build_context_with_citations,
     load_token_counter,
 )
+from bench.kit.paths import NFCORPUS
 
 CHUNKS_PER_RUN = 20
 CHUNK_CHARS = 500
-DEFAULT_CORPUS = Path(__file__).resolve().parents[2] / "shared/data/nfcorpus/corpus.jsonl"
+DEFAULT_CORPUS = NFCORPUS / "corpus.jsonl"
 SOURCE_TYPES = ("pdf", "html", "markdown", "text")
 VOCABULARY_TEXT = (
     "patients study risk cancer dietary intake associated cohort vitamin plasma levels "

@@ -1,6 +1,6 @@
 """Local embedding model per runtime: throughput, query latency, agreement and nDCG@10, in one run.
 
-    .venv/bin/python bench/embed_bench.py [--runtimes torch onnx onnx-int8] [--docs 512]
+    python -m bench.embed_bench [--runtimes torch onnx onnx-int8] [--docs 512]
         [--queries 60] [--rounds 3] [--batch-sizes 64] [--ndcg-docs N] [--skip-ndcg]
         [--corpus PATH] [--json OUT]
 
@@ -40,8 +40,11 @@ import numpy.typing as npt
 from app.embeddings.local import LocalEmbedder
 from app.evaluation import read_beir, score_run
 from app.settings import EmbeddingProvider, EmbeddingRuntime, Settings
+from bench.kit.paths import NFCORPUS
+from bench.kit.report import log
+from bench.kit.stats import quantile
 
-DATA = Path(__file__).resolve().parents[2] / "shared/data/nfcorpus"
+DATA = NFCORPUS
 
 
 @dataclass(slots=True)
@@ -67,12 +70,6 @@ def read_jsonl(path: Path, limit: int, fields: tuple[str, ...]) -> list[str]:
             record = json.loads(line)
             texts.append(". ".join(str(record[f]) for f in fields if record.get(f)))
     return texts
-
-
-def quantile(samples: list[float], q: int) -> float:
-    if len(samples) < 2:
-        return samples[0] if samples else float("nan")
-    return statistics.quantiles(samples, n=100, method="inclusive")[q - 1]
 
 
 def embed_sorted(embedder: LocalEmbedder, docs: list[str], batch_size: int) -> npt.NDArray[Any]:
@@ -168,9 +165,9 @@ def summary(results: list[Result], batch_sizes: list[int]) -> str:
             ratio = rate / statistics.median(base.texts_per_second[size])
             cells.append(f"{rate:.1f} ({ratio:.2f}x)")
         for q in (50, 95):
-            value = quantile(r.query_ms, q)
-            cells.append(f"{value:.1f} ({value / quantile(base.query_ms, q):.2f}x)")
-        cells.append(f"{quantile(r.idle_ms, 95):.1f} / {quantile(r.busy_ms, 95):.1f}")
+            value = quantile(r.query_ms, q / 100)
+            cells.append(f"{value:.1f} ({value / quantile(base.query_ms, q / 100):.2f}x)")
+        cells.append(f"{quantile(r.idle_ms, 0.95):.1f} / {quantile(r.busy_ms, 0.95):.1f}")
         cells.append(f"{r.cosine_min:.5f} / {r.cosine_mean:.5f}")
         cells.append("-" if r.ndcg_at_10 is None else f"{r.ndcg_at_10:.4f}")
         lines.append("| " + " | ".join(cells) + " |")
@@ -245,10 +242,6 @@ def main() -> None:
     if args.json:
         args.json.parent.mkdir(parents=True, exist_ok=True)
         args.json.write_text(json.dumps([asdict(r) for r in results], indent=2))
-
-
-def log(message: str) -> None:
-    sys.stderr.write(f"{message}\n")
 
 
 if __name__ == "__main__":

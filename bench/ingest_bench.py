@@ -1,6 +1,6 @@
 """Ingestion throughput in chunks/s, stage by stage, on NFCorpus documents.
 
-    .venv/bin/python bench/ingest_bench.py [--docs 1000] [--embed-texts 512] [--e2e-docs 300]
+    python -m bench.ingest_bench [--docs 1000] [--embed-texts 512] [--e2e-docs 300]
                                            [--batch 100] [--concurrency 2]
                                            [--skip-embed] [--skip-e2e] [--database-url URL]
 
@@ -30,119 +30,41 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import hashlib
 import statistics
 import time
 import uuid
-from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
-from harness import (
-    HNSW_DEFINITION,
-    HNSW_INDEX,
-    BenchDatabase,
-    CachingEmbedder,
-    CorpusDoc,
-    PreparedDoc,
-    bench_database,
-    connect_loader,
-    copy_rows,
-    corpus_input,
-    create_tenants,
-    document_text,
-    log,
-    prepare_corpus,
-    print_table,
-    quantile,
-    read_corpus,
-    server_settings,
-    vector_cache_path,
-    write_json,
-)
 from sqlalchemy import text as sql
 
 from app.embeddings.local import LocalEmbedder
-from app.errors import AppError
-from app.ingest.chunking import Chunker
-from app.ingest.documents import ingest_documents
-from app.ingest.inputs import DocumentInput, PrecomputedChunk
-from app.ingest.parsing import SourceType, parse_text
 from app.resources import build_chunker
+from bench.kit.corpus import (
+    CachingEmbedder,
+    corpus_input,
+    prepare_corpus,
+    read_corpus,
+    vector_cache_path,
+)
+from bench.kit.database import (
+    HNSW_DEFINITION,
+    HNSW_INDEX,
+    BenchDatabase,
+    bench_database,
+    connect_loader,
+    copy_rows,
+    create_tenants,
+    server_settings,
+)
+from bench.kit.ingestion import copy_stage, ingest_stage, parse_and_chunk, precomputed_inputs
+from bench.kit.report import log, print_table, write_json
+from bench.kit.stubs import LookupEmbedder
 
 EMBED_BLOCK = 256  # texts per interleaved block in (b)
 
 
-class LookupEmbedder:
-    """Vectors looked up by text (filled before timing, from the real model through the disk
-    cache): embedding costs ~nothing, and the HNSW index sees the vectors it would in use."""
-
-    def __init__(self, dimensions: int, model_id: str) -> None:
-        self.model_id = model_id
-        self.dimensions = dimensions
-        self.query_prefix = ""
-        self.passage_prefix = ""
-        self.vectors: dict[str, list[float]] = {}
-
-    async def add(self, texts: Sequence[str], source: CachingEmbedder) -> None:
-        missing = [t for t in dict.fromkeys(texts) if t not in self.vectors]
-        for text, vector in zip(missing, await source.embed_documents(missing), strict=True):
-            self.vectors[text] = vector
-        source.save()
-
-    def varied(self, seed: int, noise: float = 0.02) -> LookupEmbedder:
-        """The same texts with vectors moved by a little gaussian noise (renormalized): each
-        stage inserts vectors the index has not seen, as real new documents would be.
-        Re-inserting identical vectors makes HNSW inserts cheaper than they are."""
-        rng = np.random.default_rng(seed)
-        other = LookupEmbedder(self.dimensions, self.model_id)
-        for text, vector in self.vectors.items():
-            moved = np.asarray(vector) + rng.normal(scale=noise, size=self.dimensions)
-            other.vectors[text] = (moved / np.linalg.norm(moved)).tolist()
-        return other
-
-    async def embed_query(self, text: str) -> list[float]:
-        return self.vectors[text]
-
-    async def embed_documents(self, texts: Sequence[str]) -> list[list[float]]:
-        return [self.vectors[t] for t in texts]
-
-    async def check(self) -> None:
-        return None
-
-    async def aclose(self) -> None:
-        return None
-
-
 # --- (a) parse + chunk ----------------------------------------------------------------------
-
-
-def parse_and_chunk(docs: list[CorpusDoc], chunker: Chunker) -> dict[str, Any]:
-    parse_s = chunk_s = 0.0
-    chunks = 0
-    per_doc_ms: list[float] = []
-    for doc in docs:
-        started = time.perf_counter()
-        parsed = parse_text(document_text(doc), SourceType.TEXT)
-        parsed_at = time.perf_counter()
-        drafts = chunker.split(parsed)
-        done = time.perf_counter()
-        parse_s += parsed_at - started
-        chunk_s += done - parsed_at
-        chunks += len(drafts)
-        per_doc_ms.append((done - started) * 1000)
-    total = parse_s + chunk_s
-    return {
-        "docs": len(docs),
-        "chunks": chunks,
-        "parse_s": round(parse_s, 3),
-        "chunk_s": round(chunk_s, 3),
-        "chunks_per_s": round(chunks / total, 1),
-        "parse_chunks_per_s": round(chunks / parse_s, 1),
-        "chunk_chunks_per_s": round(chunks / chunk_s, 1),
-        "per_doc_ms_p50": round(quantile(per_doc_ms, 0.5), 3),
-        "per_doc_ms_p95": round(quantile(per_doc_ms, 0.95), 3),
-    }
 
 
 # --- (b) embed ------------------------------------------------------------------------------
@@ -225,148 +147,6 @@ def raw_encode(embedder: LocalEmbedder, texts: list[str]) -> None:
 
 
 # --- (c), (d) ingest through ingest_document -------------------------------------------------
-
-
-async def ingest_stage(
-    db: BenchDatabase,
-    embedder: Any,
-    chunker: Chunker,
-    inputs: list[DocumentInput],
-    *,
-    tenant_id: str,
-    concurrency: int,
-    batch: int,
-) -> dict[str, Any]:
-    """`ingest_documents` on `batch` documents per call (what /documents/batch and `rag
-    ingest` do), `concurrency` calls at once."""
-    await create_tenants(db.sessions, [tenant_id])
-    per_call_ms: list[float] = []
-    chunks = 0
-    queue = list(reversed(inputs))
-
-    async def call() -> None:
-        nonlocal chunks
-        documents = [queue.pop() for _ in range(min(batch, len(queue)))]
-        began = time.perf_counter()
-        outcomes = await ingest_documents(
-            db.sessions, embedder, chunker=chunker, tenant_id=tenant_id, documents=documents
-        )
-        per_call_ms.append((time.perf_counter() - began) * 1000)
-        for outcome in outcomes:
-            if isinstance(outcome, AppError):
-                raise outcome
-            chunks += outcome.chunks
-
-    async def worker() -> None:
-        while queue:
-            await call()
-
-    started = time.perf_counter()
-    await asyncio.gather(*(worker() for _ in range(concurrency)))
-    elapsed = time.perf_counter() - started
-    return {
-        "docs": len(inputs),
-        "chunks": chunks,
-        "batch": batch,
-        "concurrency": concurrency,
-        "seconds": round(elapsed, 2),
-        "chunks_per_s": round(chunks / elapsed, 1),
-        "docs_per_s": round(len(inputs) / elapsed, 1),
-        "per_call_ms_p50": round(quantile(per_call_ms, 0.5), 2),
-        "per_call_ms_p95": round(quantile(per_call_ms, 0.95), 2),
-    }
-
-
-def precomputed_inputs(
-    prepared: list[PreparedDoc], embedder: LookupEmbedder
-) -> list[DocumentInput]:
-    return [
-        corpus_input(
-            p.doc,
-            chunks=[
-                PrecomputedChunk(content=c, embedding=embedder.vectors[t])
-                for c, t in zip(p.contents, p.texts, strict=True)
-            ],
-            embedding_model=embedder.model_id,
-        )
-        for p in prepared
-    ]
-
-
-async def copy_stage(
-    db: BenchDatabase,
-    prepared: list[PreparedDoc],
-    lookup: LookupEmbedder,
-    *,
-    tenant_id: str,
-    writers: int,
-) -> dict[str, Any]:
-    """Ceiling: the same kind of rows by binary COPY as superuser (no RLS), `writers`
-    connections at once, one transaction each (HNSW, GIN and the tsvector column maintained
-    as usual). The runtime role cannot COPY into a table under RLS, so this is a bound, not
-    an alternative path."""
-    await create_tenants(db.sessions, [tenant_id])
-    collection = uuid.uuid4()
-    parts: list[tuple[list[tuple[Any, ...]], list[tuple[Any, ...]]]] = [
-        ([], []) for _ in range(writers)
-    ]
-    chunk_count = 0
-    for number, p in enumerate(prepared):
-        documents, chunks = parts[number % writers]
-        document_id = uuid.uuid4()
-        documents.append(
-            (
-                document_id,
-                tenant_id,
-                collection,
-                p.doc.doc_id,
-                p.doc.doc_id,
-                "text",
-                hashlib.sha256(p.doc.text.encode()).hexdigest(),
-                len(p.texts),
-            )
-        )
-        for index, (content, text) in enumerate(zip(p.contents, p.texts, strict=True)):
-            chunk_count += 1
-            chunks.append(
-                (
-                    uuid.uuid4(),
-                    tenant_id,
-                    document_id,
-                    collection,
-                    index,
-                    content,
-                    0,
-                    np.asarray(lookup.vectors[text], dtype=np.float32),
-                    lookup.model_id,
-                    hashlib.sha256(text.encode()).hexdigest(),
-                )
-            )
-    conns = [await connect_loader(db.superuser_url) for _ in range(writers)]
-    try:
-        await copy_rows(conns[0], collections=[(collection, tenant_id, "default")])
-        started = time.perf_counter()
-        await asyncio.gather(
-            *(
-                copy_rows(conn, documents=documents, chunks=chunks)
-                for conn, (documents, chunks) in zip(conns, parts, strict=True)
-            )
-        )
-        elapsed = time.perf_counter() - started
-    finally:
-        for conn in conns:
-            await conn.close()
-    return {
-        "docs": len(prepared),
-        "chunks": chunk_count,
-        "concurrency": writers,
-        "seconds": round(elapsed, 2),
-        "chunks_per_s": round(chunk_count / elapsed, 1),
-        "docs_per_s": round(len(prepared) / elapsed, 1),
-        "batch": len(prepared) // writers,
-        "per_call_ms_p50": "",
-        "per_call_ms_p95": "",
-    }
 
 
 async def prefill(db: BenchDatabase, rows: int, lookup: LookupEmbedder) -> dict[str, Any]:

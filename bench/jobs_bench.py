@@ -1,7 +1,7 @@
 """Background ingestion jobs: throughput against the synchronous path, search latency while a
 job runs, and the time from submit to the first searchable chunk. One run, bounded.
 
-    .venv/bin/python bench/jobs_bench.py [--docs 600] [--queries 60] [--extra-workers 1]
+    python -m bench.jobs_bench [--docs 600] [--queries 60] [--extra-workers 1]
         [--database-url URL]
 
 A throwaway embedded PostgreSQL 18 + pgvector (or --database-url, a superuser URL) with the
@@ -32,20 +32,13 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-from harness import (
-    bench_database,
-    create_tenants,
-    document_text,
-    latency_summary,
-    log,
-    print_table,
-    read_corpus,
-    read_queries,
-    write_json,
-)
-from search_bench import serve
 
 from app.auth import issue_token
+from bench.kit.corpus import document_text, read_corpus, read_queries
+from bench.kit.database import bench_database, create_tenants
+from bench.kit.report import log, print_table, write_json
+from bench.kit.server import serve
+from bench.kit.stats import latency_summary
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -1,7 +1,7 @@
 """Load on loopback: `rag serve --workers 2` sharing one Redis, several tenants each sending
 twice what their limit admits, for a bounded time.
 
-    .venv/bin/python bench/load_bench.py [--tenants 4] [--limit 50] [--window 10]
+    python -m bench.load_bench [--tenants 4] [--limit 50] [--window 10]
         [--windows 3] [--factor 2] [--redis-url redis://127.0.0.1:6379/14]
 
 Each tenant sends `factor` x `limit` requests per `window` seconds, evenly spaced, half
@@ -31,6 +31,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import httpx
+
+from bench.kit.server import wait_ready
 
 RAG = [sys.executable, "-m", "app.cli.main"]
 NO_REPLY = 0  # the status recorded for a request that got no reply within the timeout
@@ -106,18 +108,6 @@ def _workers(pid: int) -> list[int]:
     return [int(c) for c in children if b"spawn_main" in Path(f"/proc/{c}/cmdline").read_bytes()]
 
 
-def _wait_ready(url: str, seconds: float = 300) -> None:
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        try:
-            if httpx.get(f"{url}/readyz", timeout=2).status_code == 200:
-                return
-        except httpx.TransportError:
-            pass
-        time.sleep(0.5)
-    raise RuntimeError("the service did not become ready")
-
-
 async def _tenant_load(
     url: str, tenant: str, token: str, plan: LoadPlan, result: LoadResult, t0: float
 ) -> None:
@@ -177,7 +167,7 @@ def run_load(plan: LoadPlan, *, redis_url: str, data_dir: Path, port: int) -> Lo
     )
     result = LoadResult(plan)
     try:
-        _wait_ready(url)
+        wait_ready(url)
         workers = _workers(server.pid)
         warm_plan = LoadPlan(1, 40, 2, 1, 1.0, plan.workers)  # 40 requests in 2 s
         asyncio.run(_tenant_load(url, warm, tokens[warm], warm_plan, LoadResult(warm_plan), 0.0))

@@ -1,6 +1,6 @@
 """MCP overhead: `search_similar` over MCP against POST /api/rag/search, same queries, one run.
 
-    .venv/bin/python bench/mcp_bench.py [--queries 50] [--rounds 10] [--copies 2]
+    python -m bench.mcp_bench [--queries 50] [--rounds 10] [--copies 2]
         [--data ../shared/data] [--database-url URL]
 
 A throwaway embedded PostgreSQL 18 + pgvector (or --database-url, a superuser URL) with the
@@ -36,29 +36,26 @@ from typing import Any
 
 import httpx
 import httpx2
-from harness import (
-    NFCORPUS,
-    CachingEmbedder,
-    bench_database,
-    corpus_input,
-    create_tenants,
-    latency_summary,
-    log,
-    print_table,
-    read_corpus,
-    read_queries,
-    vector_cache_path,
-    write_json,
-)
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
-from search_bench import serve
 
 from app.auth import issue_token
 from app.embeddings.local import LocalEmbedder
 from app.ingest.documents import ingest_documents
 from app.ingest.versions import IngestResult
 from app.resources import build_chunker
+from bench.kit.corpus import (
+    CachingEmbedder,
+    corpus_input,
+    read_corpus,
+    read_queries,
+    vector_cache_path,
+)
+from bench.kit.database import bench_database, create_tenants
+from bench.kit.paths import NFCORPUS
+from bench.kit.report import log, print_table, write_json
+from bench.kit.server import serve
+from bench.kit.stats import latency_summary
 
 TENANT = "bench-mcp"
 LIMIT = 5

@@ -1,6 +1,6 @@
 """What the request id, access log and HTTP metrics cost per request (app/api/observe.py).
 
-    .venv/bin/python bench/observe_bench.py [-n 20000] [--rounds 7]
+    python -m bench.observe_bench [-n 20000] [--rounds 7]
 
 A bare Starlette app answering GET /healthz is called directly through ASGI (no socket, no
 HTTP parsing: only the middleware differs) N times per round, in four forms: bare; with the

@@ -1,6 +1,6 @@
 """Parsing throughput of the file formats: pages, slides, rows or chapters per second.
 
-    .venv/bin/python bench/parse_bench.py [--scale 1.0] [--repeat 5] [--no-sandbox]
+    python -m bench.parse_bench [--scale 1.0] [--repeat 5] [--no-sandbox]
 
 Makes one file of each format in memory (PDF with fpdf2; Word, PowerPoint and Excel with
 python-docx, python-pptx and openpyxl; EPUB and ODT as the ZIPs of XML their specifications
@@ -35,7 +35,6 @@ import docx
 import openpyxl
 import pptx
 from fpdf import FPDF
-from harness import print_table, write_json
 
 from app.embeddings.local import default_tokenizer_path
 from app.ingest.chunking import Chunker, load_tokenizer
@@ -44,6 +43,7 @@ from app.ingest.parsing.files import read_file
 from app.ingest.parsing.limits import ParseLimits
 from app.ingest.parsing.sandbox import FileSandbox
 from app.ingest.parsing.zipped import vetted
+from bench.kit.report import print_table, write_json
 
 WORDS = [
     "aardvark",

@@ -1,7 +1,7 @@
 """Retrieval quality: nDCG@10 (recall@10, MRR@10) of keyword (BM25), vector and hybrid search
 on BEIR folders, beside rank-bm25 and exact dense search on the same data, in one run.
 
-    .venv/bin/python bench/quality_bench.py [--datasets nfcorpus,medline] [--top-k 10]
+    python -m bench.quality_bench [--datasets nfcorpus,medline] [--top-k 10]
         [--weights 0.3,0.4,0.5,0.6,0.7] [--sweep] [--database-url URL]
 
 Per dataset (../shared/data/<name>): every document ingested as plain text through
@@ -31,19 +31,6 @@ from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
-from harness import (
-    ROOT,
-    BenchDatabase,
-    CachingEmbedder,
-    bench_database,
-    connect_loader,
-    create_tenants,
-    latency_summary,
-    log,
-    print_table,
-    vector_cache_path,
-    write_json,
-)
 from sqlalchemy import func, select
 
 from app.db.models import Chunk
@@ -68,8 +55,11 @@ from app.retrieval import (
 from app.retrieval.bm25 import keyword_query
 from app.retrieval.fusion import normalised
 from app.settings import Settings
-
-DATA = ROOT.parent / "shared" / "data"
+from bench.kit.corpus import CachingEmbedder, vector_cache_path
+from bench.kit.database import BenchDatabase, bench_database, connect_loader, create_tenants
+from bench.kit.paths import DATA
+from bench.kit.report import log, print_table, write_json
+from bench.kit.stats import latency_summary
 
 
 def document_input(doc: BeirDoc) -> DocumentInput:

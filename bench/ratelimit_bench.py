@@ -1,6 +1,6 @@
 """Rate-limit decision latency: P50/P95/P99 of `hit` for the Redis and in-process limiters.
 
-    .venv/bin/python bench/ratelimit_bench.py [--redis-url redis://127.0.0.1:6379/15] [-n 5000]
+    python -m bench.ratelimit_bench [--redis-url redis://127.0.0.1:6379/15] [-n 5000]
 
 Each scenario times N sequential hits (after a warm-up) with perf_counter_ns; the "concurrent"
 rows run 16 hitters at once, so their latency includes queueing in one event loop. "redis PING"

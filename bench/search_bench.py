@@ -1,28 +1,22 @@
-"""Search quality (nDCG@10 on NFCorpus) and latency / recall at 10k and 100k chunks.
+"""Search latency and recall@10 by tenant size, in the service and over HTTP, at 10k, 100k and
+1M chunks; keyword and hybrid modes too. (Retrieval quality is bench.quality_bench's.)
 
-    .venv/bin/python bench/search_bench.py [--sizes 10000,100000] [--queries 200]
-        [--ef 40,100,200] [--skip-ndcg] [--skip-latency] [--skip-http] [--explain]
+    python -m bench.search_bench [--sizes 10000,100000] [--queries 200]
+        [--ef auto,40,100,200] [--skip-http] [--explain] [--worst-queries N]
         [--synthetic cov|noise] [--spread 1.0] [--noise 0.02] [--m 16] [--ef-construction 64]
-        [--plan-cache-mode auto|force_custom_plan] [--modes vector,hybrid] [--database-url URL]
+        [--plan-cache-mode auto|force_custom_plan] [--modes vector,keyword,hybrid]
+        [--database-url URL]
 
-(a) nDCG@10: every NFCorpus document ingested as plain text through ``ingest_document`` (chunked
-    by the service; vectors from the local MiniLM model, cached on disk by text hash in
-    bench/results/ so reruns skip the model), then every test query through
-    ``app.retrieval.search`` in vector, keyword and hybrid mode (top_k 10 chunks, no threshold).
-    A document ranks where its best chunk ranks; graded relevance, linear gain (as BEIR's
-    pytrec_eval). Beside them: exact dense search in numpy over the same chunk vectors; BM25
-    (rank-bm25, a dev dependency; skipped without it) on documents and its RRF with exact
-    dense, DESIGN's recipe; diagnostics that are not the service's code (OR'ed keyword terms,
-    top 40 chunks collapsed to 10 documents, other RRF tie-breaks).
-(b) latency, per size: the NFCorpus chunk vectors, each reused size/5481 times plus noise
+(a) latency, per size: the NFCorpus chunk vectors, each reused size/5481 times plus noise
     shaped like the corpus's own covariance (renormalized; see ``synthetic_vectors``), spread
-    over tenants of 50%, 4 x 10% and 0.1% of the rows, loaded by binary COPY as superuser
+    over tenants of 50%, 4 x 10%, 5 x 1% and 0.1% of the rows, loaded by binary COPY as superuser
     with the HNSW index dropped and rebuilt (same definition as the migration). Then, as the
     runtime role under RLS: service-only ``search`` with precomputed query vectors, and HTTP
     end to end against ``rag serve`` in a subprocess (query embedding by the local model;
     every query text new to the server; then repeated texts for the query cache).
-(c) recall@10 of each service-only search against exact search (numpy over the tenant's rows),
-    at each ``--ef`` value (default 40, the service's default, 100 and 200), per tenant size.
+(b) recall@10 of each service-only search against exact search (numpy over the tenant's rows),
+    at each ``--ef`` value (default: auto, the service's own choice, then 40, 100 and 200), per
+    tenant size.
 
 Queries go round robin over the tenant sizes (and ef_search values) so load drift and the
 pooled connections' prepared statements are shared alike.
@@ -32,577 +26,39 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import hashlib
-import json
-import math
-import os
 import re
-import socket
-import statistics
-import subprocess
-import tempfile
 import time
-import uuid
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
-from dataclasses import asdict, dataclass
+from collections.abc import Sequence
+from dataclasses import asdict
 from typing import Any
 
 import httpx
 import numpy as np
-from harness import (
-    HNSW_DEFINITION,
-    HNSW_INDEX,
-    RESULTS,
-    ROOT,
-    ApiClient,
-    BenchDatabase,
-    CachingEmbedder,
-    PreparedDoc,
-    bench_database,
-    connect_loader,
-    copy_rows,
-    corpus_input,
-    create_tenants,
-    latency_summary,
-    log,
-    prepare_corpus,
-    print_table,
-    read_corpus,
-    read_qrels,
-    read_queries,
-    search_tokens,
-    server_settings,
-    vector_cache_path,
-    write_json,
-)
 from sqlalchemy import event, func, select, text
 
-from app.db.indexes import (
-    build_memory_mb,
-    maintain_dedicated_indexes,
-)
 from app.db.models import Chunk
 from app.db.tenancy import tenant_transaction
-from app.embeddings.local import LocalEmbedder
-from app.ingest.chunking import Chunker
-from app.ingest.documents import ingest_document
-from app.resources import build_chunker
-from app.retrieval import SearchMode, SearchRequest, fuse, search
+from app.retrieval import SearchMode, SearchRequest, search
 from app.retrieval.bm25 import keyword_query
 from app.settings import Settings
+from bench.kit.corpus import (
+    corpus_vectors,
+    query_pool,
+)
+from bench.kit.database import (
+    BenchDatabase,
+    bench_database,
+    connect_loader,
+    search_tokens,
+    server_settings,
+)
+from bench.kit.report import log, print_table, write_json
+from bench.kit.server import ApiClient, serve
+from bench.kit.stats import latency_summary
+from bench.kit.stubs import StubEmbedder
+from bench.kit.synthetic import CLASSES, TOP_K, Loaded, Synthetic, exact_top, load_size, pick_tenant
 
-TOP_K = 10
-DESIGN_NDCG = {"vector": 0.300, "keyword": 0.307, "hybrid": 0.329}
-CLASSES = ("50%", "10%", "1%", "0.1%")
-
-
-class StubEmbedder:
-    """Returns precomputed query vectors: service-only latency without the model."""
-
-    def __init__(self, model_id: str, dimensions: int, vectors: dict[str, list[float]]) -> None:
-        self.model_id = model_id
-        self.dimensions = dimensions
-        self.query_prefix = ""
-        self.passage_prefix = ""
-        self.vectors = vectors
-
-    async def embed_query(self, text: str) -> list[float]:
-        return self.vectors[text]
-
-    async def embed_documents(self, texts: Sequence[str]) -> list[list[float]]:
-        raise NotImplementedError
-
-    async def check(self) -> None:
-        return None
-
-    async def aclose(self) -> None:
-        return None
-
-
-def cached_corpus(
-    chunker: Chunker, embedder: LocalEmbedder, settings: Settings
-) -> list[PreparedDoc]:
-    """The corpus chunked as the pipeline does; the chunks cached as JSON (chunking takes ~30 s)
-    under a key of what chunking depends on (model, chunk sizes, the model's input limit)."""
-    key = json.dumps(
-        [
-            embedder.model_id,
-            settings.chunk_tokens,
-            settings.chunk_overlap_tokens,
-            embedder.max_input_tokens,
-        ]
-    )
-    path = RESULTS / f"nfcorpus-chunks-{hashlib.sha256(key.encode()).hexdigest()[:12]}.json"
-    docs = read_corpus()
-    if path.exists():
-        stored = json.loads(path.read_text())
-        by_id = {d.doc_id: d for d in docs}
-        return [PreparedDoc(by_id[r[0]], r[1], r[2], r[3]) for r in stored]
-    log(f"chunking {len(docs)} NFCorpus documents (cached afterwards in {path.name})")
-    prepared = prepare_corpus(docs, chunker)
-    RESULTS.mkdir(parents=True, exist_ok=True)
-    path.write_text(
-        json.dumps([[p.doc.doc_id, p.contents, p.texts, p.token_counts] for p in prepared])
-    )
-    return prepared
-
-
-async def corpus_vectors(
-    settings: Settings,
-) -> tuple[LocalEmbedder, Chunker, CachingEmbedder, list[PreparedDoc], np.ndarray]:
-    """The local model, its chunker, the embedder with its disk cache, NFCorpus chunked as the
-    pipeline does and its chunk vectors (the rows every synthetic table is made from)."""
-    log("loading the local model")
-    local = LocalEmbedder.load(settings)
-    chunker = build_chunker(settings, local)
-    embedder = CachingEmbedder(local, vector_cache_path(local.model_id))
-    corpus = cached_corpus(chunker, local, settings)
-    texts = [t for p in corpus for t in p.texts]
-    log(f"{len(corpus)} documents, {len(texts)} chunks; embedding the ones not cached")
-    base = np.asarray(await embedder.embed_documents(texts), dtype=np.float32)
-    embedder.save()
-    return local, chunker, embedder, corpus, base
-
-
-# --- (a) nDCG@10 ----------------------------------------------------------------------------
-
-
-def ndcg_at_10(ranked: Sequence[str], relevant: dict[str, int]) -> float:
-    dcg = sum(relevant.get(d, 0) / math.log2(i + 2) for i, d in enumerate(ranked[:10]))
-    ideal = sorted(relevant.values(), reverse=True)[:10]
-    idcg = sum(r / math.log2(i + 2) for i, r in enumerate(ideal))
-    return dcg / idcg if idcg else 0.0
-
-
-def documents_in_order(external_ids: Sequence[str]) -> list[str]:
-    """A document ranks where its best chunk ranks."""
-    return list(dict.fromkeys(external_ids))
-
-
-async def ndcg_part(
-    db: BenchDatabase,
-    embedder: CachingEmbedder,
-    chunker: Chunker,
-    corpus: list[PreparedDoc],
-    concurrency: int,
-) -> dict[str, Any]:
-    tenant = "nfcorpus"
-    await create_tenants(db.sessions, [tenant])
-    log(f"(a) ingesting {len(corpus)} documents through ingest_document (x{concurrency})")
-    queue = [p.doc for p in reversed(corpus)]
-    started = time.perf_counter()
-
-    async def worker() -> None:
-        while queue:
-            doc = queue.pop()
-            await ingest_document(
-                db.sessions, embedder, chunker=chunker, tenant_id=tenant, document=corpus_input(doc)
-            )
-
-    doc = queue.pop()  # alone first: concurrent first ingests race on creating the collection
-    await ingest_document(
-        db.sessions, embedder, chunker=chunker, tenant_id=tenant, document=corpus_input(doc)
-    )
-    await asyncio.gather(*(worker() for _ in range(concurrency)))
-    ingest_s = time.perf_counter() - started
-    qrels = read_qrels("test")
-    texts = read_queries()
-    queries = {qid: texts[qid] for qid in qrels}
-    runs: dict[str, dict[str, list[str]]] = {}
-    kept: dict[tuple[str, int], dict[str, list[Any]]] = {}
-    plan = [
-        ("vector", 40, TOP_K),
-        ("vector", 100, TOP_K),
-        ("keyword", 0, TOP_K),
-        ("hybrid", 40, TOP_K),
-        ("hybrid", 100, TOP_K),
-        ("vector", 40, 40),
-        ("keyword", 0, 40),
-        ("hybrid", 40, 40),
-    ]
-    for mode, ef, top_k in plan:
-        name = f"{mode}, ef {ef}" if ef else mode
-        if top_k != TOP_K:
-            name = f"diag: {name}, top {top_k} chunks -> 10 documents"
-        log(f"(a) {len(queries)} queries, {name}")
-        runs[name] = {}
-        for qid, query in queries.items():
-            request = SearchRequest(
-                query=query, mode=SearchMode(mode), top_k=top_k, threshold=None, ef_search=ef or 40
-            )
-            outcome = await search(db.sessions, embedder, tenant_id=tenant, request=request)
-            runs[name][qid] = documents_in_order([h.external_id for h in outcome.hits])[:10]
-            if top_k == 40:
-                kept.setdefault((mode, top_k), {})[qid] = outcome.hits
-    ties = tie_breaks(kept[("vector", 40)], kept[("keyword", 40)], qrels)
-    runs.update(await ndcg_references(db, embedder, tenant, queries))
-    runs.update(bm25_references(corpus, runs["ref: exact dense, top 100 documents"], queries))
-    del runs["ref: exact dense, top 100 documents"]
-    scores = {
-        name: round(sum(ndcg_at_10(ranked[q], qrels[q]) for q in queries) / len(queries), 4)
-        for name, ranked in runs.items()
-    }
-    coverage = {
-        name: {
-            "mean_documents": round(sum(len(r[q][:10]) for q in queries) / len(queries), 2),
-            "queries_with_none": sum(1 for q in queries if not r[q]),
-        }
-        for name, r in runs.items()
-    }
-    embedder.save()
-    return {
-        "queries": len(queries),
-        "ingest_s": round(ingest_s, 1),
-        "ndcg@10": scores,
-        "coverage": coverage,
-        "hybrid_tie_breaks": ties,
-    }
-
-
-def tie_breaks(
-    vector: dict[str, list[Any]], keyword: dict[str, list[Any]], qrels: dict[str, dict[str, int]]
-) -> dict[str, float]:
-    """Hybrid as the service fuses it (the same 40 + 40 candidates, RRF k 60, top 10 chunks),
-    with ties in the fused score broken differently. The service breaks them by chunk id, a
-    random UUID; 20 random orders show how far that alone moves the figure, and breaking ties
-    by similarity what a deterministic rule gives. (Rebuilt from the hits, whose keyword order
-    breaks rank ties by similarity, so it is close to, not identical with, the service run.)"""
-    import random
-
-    def run(order_key: Any) -> float:
-        total = 0.0
-        for qid in vector:
-            score: dict[Any, float] = {}
-            hit_of: dict[Any, Any] = {}
-            for ranking in (vector[qid], keyword.get(qid, [])):
-                for rank, hit in enumerate(ranking, start=1):
-                    score[hit.chunk_id] = score.get(hit.chunk_id, 0.0) + 1.0 / (60 + rank)
-                    hit_of[hit.chunk_id] = hit
-            best = sorted(score, key=lambda c: (-score[c], order_key(hit_of[c])))[:TOP_K]
-            total += ndcg_at_10(
-                documents_in_order([hit_of[c].external_id for c in best]), qrels[qid]
-            )
-        return total / len(vector)
-
-    randoms = []
-    for seed in range(20):
-        rng = random.Random(seed)
-        draw: dict[Any, float] = {}
-        randoms.append(run(lambda h, d=draw, r=rng: d.setdefault(h.chunk_id, r.random())))
-    return {
-        "random_ties_mean": round(statistics.fmean(randoms), 4),
-        "random_ties_min": round(min(randoms), 4),
-        "random_ties_max": round(max(randoms), 4),
-        "ties_by_similarity": round(run(lambda h: -h.similarity), 4),
-    }
-
-
-def bm25_references(
-    corpus: list[PreparedDoc], dense_docs: dict[str, list[str]], queries: dict[str, str]
-) -> dict[str, dict[str, list[str]]]:
-    """DESIGN's references, recomputed here: BM25 (rank-bm25, whitespace tokens) over whole
-    documents, and its reciprocal rank fusion (k 60) with exact dense document rankings."""
-    try:
-        from rank_bm25 import BM25Okapi
-    except ImportError:
-        return {}
-    ids = [p.doc.doc_id for p in corpus]
-    bm25 = BM25Okapi([p.doc.text.lower().split() for p in corpus])
-    lexical: dict[str, list[str]] = {}
-    fused: dict[str, list[str]] = {}
-    for qid, query in queries.items():
-        scores = bm25.get_scores(query.lower().split())
-        top = [ids[i] for i in np.argsort(-scores, kind="stable")[:100]]
-        lexical[qid] = top[:10]
-        rrf: dict[str, float] = {}
-        for ranking in (top, dense_docs[qid]):
-            for rank, doc_id in enumerate(ranking, start=1):
-                rrf[doc_id] = rrf.get(doc_id, 0.0) + 1.0 / (60 + rank)
-        fused[qid] = sorted(rrf, key=lambda d: -rrf[d])[:10]
-    return {
-        "ref: BM25 (rank-bm25), documents": lexical,
-        "ref: RRF of exact dense + BM25, documents": fused,
-    }
-
-
-async def ndcg_references(
-    db: BenchDatabase, embedder: CachingEmbedder, tenant: str, queries: dict[str, str]
-) -> dict[str, dict[str, list[str]]]:
-    """Not the service's code paths: exact dense search over the same chunk vectors, and
-    keyword search with OR'ed terms (websearch_to_tsquery ANDs them), alone and fused."""
-    conn = await connect_loader(db.superuser_url)
-    try:
-        rows = await conn.fetch(
-            "select c.id, d.external_id, c.embedding from chunks c"
-            " join documents d on d.id = c.document_id where c.tenant_id = $1",
-            tenant,
-        )
-    finally:
-        await conn.close()
-    ids = [r["id"] for r in rows]
-    owner = [r["external_id"] for r in rows]
-    matrix = np.stack([np.asarray(r["embedding"].to_numpy(), dtype=np.float32) for r in rows])
-    exact10: dict[str, list[str]] = {}
-    exact_docs: dict[str, list[str]] = {}
-    or_keyword: dict[str, list[str]] = {}
-    or_hybrid: dict[str, list[str]] = {}
-    doc_of = dict(zip(ids, owner, strict=True))
-    sql = text(
-        "select c.id, ts_rank_cd(c.search_vector, t.q) as rank from chunks c,"
-        " (select nullif(replace(plainto_tsquery('english', :q)::text, ' & ', ' | '), '')"
-        "::tsquery as q) t where c.search_vector @@ t.q and c.tenant_id = :tenant"
-        " order by rank desc, c.id limit 40"
-    )
-    for qid, query in queries.items():
-        vector = np.asarray(await embedder.embed_query(query), dtype=np.float32)
-        order = np.argsort(-(matrix @ vector), kind="stable")
-        exact10[qid] = documents_in_order([owner[i] for i in order[:TOP_K]])
-        exact_docs[qid] = documents_in_order([owner[i] for i in order[:400]])[:100]
-        async with tenant_transaction(db.sessions, tenant) as session:
-            lexical = [
-                (r.id, float(r.rank))
-                for r in await session.execute(sql, {"q": query, "tenant": tenant})
-            ]
-        or_keyword[qid] = documents_in_order([doc_of[i] for i, _ in lexical[:TOP_K]])
-        nearest = [(ids[i], 0.0) for i in order[:40]]
-        fused = fuse([nearest, lexical], k=60)
-        or_hybrid[qid] = documents_in_order([doc_of[i] for i, _ in fused[:TOP_K]])
-    return {
-        "ref: exact dense, top 10 chunks": exact10,
-        "ref: exact dense, top 10 documents": {q: d[:10] for q, d in exact_docs.items()},
-        "ref: exact dense, top 100 documents": exact_docs,
-        "diag: keyword, OR terms": or_keyword,
-        "diag: hybrid, exact dense + OR keyword": or_hybrid,
-    }
-
-
-# --- (b) synthetic load ---------------------------------------------------------------------
-
-
-@dataclass(frozen=True, slots=True)
-class TenantSlice:
-    tenant_id: str
-    size_class: str
-    start: int  # rows [start, stop) of the generated matrix
-    stop: int
-
-
-@dataclass
-class Loaded:
-    size: int
-    tenants: list[TenantSlice]
-    vectors: np.ndarray  # (size, dims) float32, row i is chunk ids[i]
-    ids: list[uuid.UUID]
-    timings: dict[str, float]
-
-
-def tenant_layout(size: int) -> list[TenantSlice]:
-    """One tenant with 50% of the rows, four with 10%, five with 1%, the rest in tenants of
-    0.1%."""
-    prefix = f"s{size}"
-    small = max(1, size // 1000)
-    mid = size // 10
-    one = max(1, size // 100)
-    n_small = (size - size // 2 - 4 * mid - 5 * one) // small
-    big = size - 4 * mid - 5 * one - n_small * small
-    counts = [(f"{prefix}-big", "50%", big)]
-    counts += [(f"{prefix}-mid-{i}", "10%", mid) for i in range(4)]
-    counts += [(f"{prefix}-one-{i}", "1%", one) for i in range(5)]
-    counts += [(f"{prefix}-small-{i:03d}", "0.1%", small) for i in range(n_small)]
-    slices, start = [], 0
-    for tenant_id, size_class, count in counts:
-        slices.append(TenantSlice(tenant_id, size_class, start, start + count))
-        start += count
-    return slices
-
-
-@dataclass(frozen=True, slots=True)
-class Synthetic:
-    """How rows beyond the corpus are made, and the HNSW index they get."""
-
-    kind: str = "cov"  # "cov": noise shaped like the corpus; "noise": isotropic gaussian
-    scale: float = 1.0  # cov: multiple of the corpus covariance's square root
-    noise: float = 0.02  # noise: standard deviation per dimension
-    m: int = 16
-    ef_construction: int = 64
-    dedicated_min_chunks: int | None = 5_000  # `rag index` after the load; None: no indexes
-    # index builds get the memory their graph needs, as the service's do, up to this
-    build_memory_max_mb: int = 4096
-
-
-def synthetic_vectors(
-    base: np.ndarray, size: int, spec: Synthetic, seed: int
-) -> tuple[np.ndarray, np.ndarray]:
-    """Row i: a corpus chunk vector (each used size/len(base) times, in random order) plus
-    noise, renormalized. "noise": N(0, noise^2) per dimension; every chunk then has ~size/len
-    near-duplicates far closer to each other than to anything else, which breaks HNSW graphs
-    (a property of the generator, not of real data). "cov": noise drawn from N(0, scale^2 *
-    corpus covariance), i.e. spread the way real chunks differ; at scale 1 the rows' 10th
-    neighbour similarity is ~0.6, the corpus's own ~0.65."""
-    rng = np.random.default_rng(seed)
-    source = np.concatenate([rng.permutation(len(base)) for _ in range(size // len(base) + 1)])[
-        :size
-    ]
-    shape = None
-    if spec.kind == "cov":
-        covariance = np.cov(base.T) + 1e-6 * np.eye(base.shape[1])
-        shape = (spec.scale * np.linalg.cholesky(covariance)).astype(np.float32)
-    out = np.empty((size, base.shape[1]), dtype=np.float32)
-    for start in range(0, size, 50_000):
-        part = source[start : start + 50_000]
-        z = rng.normal(size=(len(part), base.shape[1])).astype(np.float32)
-        block = base[part] + (z @ shape.T if shape is not None else spec.noise * z)
-        out[start : start + len(part)] = block / np.linalg.norm(block, axis=1, keepdims=True)
-    return out, source
-
-
-async def load_size(
-    db: BenchDatabase,
-    size: int,
-    corpus: list[PreparedDoc],
-    base: np.ndarray,
-    *,
-    spec: Synthetic,
-    model_id: str,
-) -> Loaded:
-    tenants = tenant_layout(size)
-    vectors, source = synthetic_vectors(base, size, spec, seed=size)
-    chunk_of = [(p, i) for p in corpus for i in range(len(p.texts))]
-    await create_tenants(db.sessions, [t.tenant_id for t in tenants])
-    collections, documents, chunks = [], [], []
-    ids: list[uuid.UUID] = []
-    for t in tenants:
-        collection = uuid.uuid4()
-        collections.append((collection, t.tenant_id, "default"))
-        for doc_start in range(t.start, t.stop, 4):
-            rows = range(doc_start, min(doc_start + 4, t.stop))
-            document_id = uuid.uuid4()
-            documents.append(
-                (
-                    document_id,
-                    t.tenant_id,
-                    collection,
-                    f"syn-{doc_start}",
-                    f"synthetic {doc_start}",
-                    "text",
-                    f"{doc_start:064x}",
-                    len(rows),
-                )
-            )
-            for index, row in enumerate(rows):
-                prepared, k = chunk_of[source[row]]
-                chunk_id = uuid.uuid4()
-                ids.append(chunk_id)
-                chunks.append(
-                    (
-                        chunk_id,
-                        t.tenant_id,
-                        document_id,
-                        collection,
-                        index,
-                        prepared.contents[k],
-                        prepared.token_counts[k],
-                        vectors[row],
-                        model_id,
-                        f"{row:064x}",
-                    )
-                )
-    conn = await connect_loader(db.superuser_url)
-    timings: dict[str, float] = {}
-    try:
-        await conn.execute("TRUNCATE chunks, documents, collections")
-        await conn.execute(f"DROP INDEX IF EXISTS {HNSW_INDEX}")
-        began = time.perf_counter()
-        await copy_rows(conn, collections=collections, documents=documents, chunks=chunks)
-        timings["copy_s"] = round(time.perf_counter() - began, 2)
-        log(f"  COPY {size} chunks: {timings['copy_s']} s; building the HNSW index")
-        began = time.perf_counter()
-        memory_mb = build_memory_mb(size, base.shape[1], ceiling_mb=spec.build_memory_max_mb)
-        await conn.execute(f"SET maintenance_work_mem = '{memory_mb}MB'")
-        await conn.execute(
-            HNSW_DEFINITION.replace("m = 16", f"m = {spec.m}").replace(
-                "ef_construction = 64", f"ef_construction = {spec.ef_construction}"
-            )
-        )
-        timings["hnsw_build_s"] = round(time.perf_counter() - began, 2)
-        began = time.perf_counter()
-        await conn.execute("VACUUM ANALYZE chunks")
-        await conn.execute("ANALYZE documents")
-        timings["vacuum_analyze_s"] = round(time.perf_counter() - began, 2)
-        if spec.dedicated_min_chunks is not None:
-            began = time.perf_counter()
-            created = await dedicated_indexes_for(
-                db, spec.dedicated_min_chunks, ceiling_mb=spec.build_memory_max_mb
-            )
-            timings["dedicated_indexes"] = len(created)
-            timings["dedicated_build_s"] = round(time.perf_counter() - began, 2)
-            await conn.execute("ANALYZE chunks")
-        timings["hnsw_mb"] = round(
-            await conn.fetchval(f"select pg_relation_size('{HNSW_INDEX}')") / 2**20, 1
-        )
-        timings["table_mb"] = round(
-            await conn.fetchval("select pg_total_relation_size('chunks')") / 2**20, 1
-        )
-    finally:
-        await conn.close()
-    await db.engine.dispose()  # no pooled connection keeps plans from before the load
-    return Loaded(size, tenants, vectors, ids, timings)
-
-
-async def synthetic_tenants(
-    db: BenchDatabase, size: int, queries: int, spec: Synthetic | None = None
-) -> tuple[StubEmbedder, Loaded]:
-    """What the service-only benches search: the local model's vectors of the first `queries`
-    NFCorpus query texts, returned by a stub embedder (`.vectors`, in query order), and `size`
-    synthetic chunks loaded in the tenant layout (`spec`: how, by default as the service's
-    own indexes would be)."""
-    local, _chunker, embedder, corpus, base = await corpus_vectors(db.settings)
-    texts = query_pool(set())[:queries]
-    vectors = {text: await embedder.embed_query(text) for text in texts}
-    embedder.save()
-    stub = StubEmbedder(local.model_id, local.dimensions, vectors)
-    log(f"loading {size} chunks")
-    spec = spec or Synthetic()
-    loaded = await load_size(db, size, corpus, base, spec=spec, model_id=local.model_id)
-    return stub, loaded
-
-
-async def dedicated_indexes_for(
-    db: BenchDatabase, min_chunks: int, *, ceiling_mb: int
-) -> list[str]:
-    """What `rag index --min-chunks N` does: a dedicated HNSW index per large tenant, each
-    built with the memory its graph needs; the tenants whose index was built."""
-    changes = await maintain_dedicated_indexes(
-        db.sessions, db.owner_url, min_chunks=min_chunks, build_memory_max_mb=ceiling_mb
-    )
-    return [change.tenant_id for change in changes if change.action == "created"]
-
-
-# --- (b) service-only latency and (c) recall ----------------------------------------------------
-
-
-def pick_tenant(loaded: Loaded, size_class: str, i: int) -> TenantSlice:
-    members = [t for t in loaded.tenants if t.size_class == size_class]
-    return members[i % len(members)]
-
-
-def exact_top(loaded: Loaded, tenant: TenantSlice, vector: np.ndarray) -> set[uuid.UUID]:
-    # in the matrix's float32: a float64 vector would make numpy copy the tenant's rows to
-    # float64 first (1.5 GB for 500,000 rows), churn that stalls the server's next search
-    scores = loaded.vectors[tenant.start : tenant.stop] @ vector.astype(np.float32, copy=False)
-    best = np.argsort(-scores, kind="stable")[:TOP_K]
-    return {loaded.ids[tenant.start + int(i)] for i in best}
-
-
-def exact_tops(
-    loaded: Loaded, tenant: TenantSlice, vectors: Sequence[np.ndarray]
-) -> list[set[uuid.UUID]]:
-    """`exact_top` of each vector, for a timed loop to compute before it: a product over the
-    tenant's rows between two searches streams them through the CPU's caches (77 MB for a
-    50,000-row tenant), and the next search starts cold (at 100k, 1.5x the median search of
-    the 50% tenant and 2.4x its P95; docs/BENCHMARKS.md)."""
-    return [exact_top(loaded, tenant, vector) for vector in vectors]
+# --- (a) service-only latency and (b) recall ----------------------------------------------------
 
 
 async def service_part(
@@ -844,63 +300,7 @@ async def explain_part(
     return plans
 
 
-# --- (b) HTTP end to end ----------------------------------------------------------------------
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
-
-
-@contextmanager
-def serve(db: BenchDatabase, *, redis_url: str | None) -> Iterator[str]:
-    """`rag serve` in a subprocess, as the runtime role, with the local model."""
-    port = free_port()
-    settings = db.settings
-    env = {
-        **os.environ,
-        "RAG_DATABASE_URL": db.app_url,
-        "RAG_JWT_SECRET": settings.jwt_secret.get_secret_value() if settings.jwt_secret else "",
-        "RAG_EMBEDDING_PROVIDER": "local",
-        "RAG_RATE_LIMIT_TIERS": json.dumps(settings.rate_limit_tiers),
-        "HF_HUB_OFFLINE": "1",
-    }
-    env.pop("RAG_REDIS_URL", None)
-    if redis_url:
-        env["RAG_REDIS_URL"] = redis_url
-    logfile = tempfile.NamedTemporaryFile(prefix="rag-serve-", suffix=".log", delete=False)  # noqa: SIM115
-    process = subprocess.Popen(
-        [str(ROOT / ".venv/bin/rag"), "serve", "--host", "127.0.0.1", "--port", str(port)],
-        env=env,
-        cwd=ROOT,
-        stdout=logfile,
-        stderr=subprocess.STDOUT,
-    )
-    url = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 180
-        while True:
-            if process.poll() is not None:
-                raise RuntimeError(f"rag serve exited; see {logfile.name}")
-            try:
-                if httpx.get(f"{url}/readyz", timeout=2).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass
-            if time.monotonic() > deadline:
-                raise RuntimeError(f"rag serve not ready after 180 s; see {logfile.name}")
-            time.sleep(0.5)
-        yield url
-    finally:
-        process.terminate()
-        try:
-            process.wait(10)
-        except subprocess.TimeoutExpired:
-            process.kill()
-        logfile.close()
-        os.unlink(logfile.name)
+# --- (a) HTTP end to end ----------------------------------------------------------------------
 
 
 async def http_part(
@@ -988,14 +388,6 @@ async def http_part(
 # --- driver -----------------------------------------------------------------------------------
 
 
-def query_pool(exclude: set[str]) -> list[str]:
-    """Distinct NFCorpus query texts, test queries first."""
-    texts = read_queries()
-    test = set(read_qrels("test"))
-    ordered = [texts[q] for q in texts if q in test] + [texts[q] for q in texts if q not in test]
-    return [t for t in dict.fromkeys(ordered) if t not in exclude]
-
-
 async def run(args: argparse.Namespace) -> dict[str, Any]:
     results: dict[str, Any] = {}
     async with bench_database(
@@ -1003,17 +395,10 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
     ) as db:
         results["server"] = await server_settings(db.superuser_url)
         log(f"server: {results['server']}")
-        local, chunker, embedder, corpus, base = await corpus_vectors(db.settings)
+        local, _chunker, embedder, corpus, base = await corpus_vectors(db.settings)
         results["corpus"] = {"documents": len(corpus), "chunks": len(base)}
         if args.plan_cache_mode != "auto":
             await set_plan_cache_mode(db, args.plan_cache_mode)
-        if not args.skip_ndcg:
-            results["ndcg"] = await ndcg_part(
-                db, embedder, chunker, corpus, args.ingest_concurrency
-            )
-            report_ndcg(results["ndcg"])
-        if args.skip_latency:
-            return results
         pool = query_pool(set())
         needed = args.queries * len(CLASSES) + 10 + args.queries
         stub_texts = pool[: args.queries]
@@ -1023,7 +408,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
         stub = StubEmbedder(local.model_id, local.dimensions, vectors)
         results["sizes"] = {}
         for size in args.sizes:
-            log(f"(b) size {size}: generating and loading")
+            log(f"size {size}: generating and loading")
             spec = Synthetic(
                 kind=args.synthetic,
                 scale=args.spread,
@@ -1060,7 +445,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
             if args.explain:
                 entry["explain"] = await explain_part(db, loaded, stub, stub_texts[0])
             if not args.skip_http:
-                log(f"(b) size {size}: HTTP end to end via rag serve")
+                log(f"size {size}: HTTP end to end via rag serve")
                 for mode in args.modes:
                     rows += await http_part(
                         db,
@@ -1087,33 +472,6 @@ async def set_plan_cache_mode(db: BenchDatabase, mode: str) -> None:
         await conn.close()
     await db.engine.dispose()
     log(f"plan_cache_mode = {mode} for the runtime role")
-
-
-def report_ndcg(ndcg: dict[str, Any]) -> None:
-    rows = []
-    for name, score in ndcg["ndcg@10"].items():
-        mode = name.split(",")[0]
-        cover = ndcg["coverage"][name]
-        rows.append(
-            [
-                name,
-                score,
-                DESIGN_NDCG.get(mode, ""),
-                cover["mean_documents"],
-                cover["queries_with_none"],
-            ]
-        )
-    print_table(
-        f"nDCG@10, NFCorpus test ({ndcg['queries']} queries), document level",
-        ["run", "nDCG@10", "DESIGN ref", "docs in top 10", "empty"],
-        rows,
-    )
-    ties = ndcg["hybrid_tie_breaks"]
-    print(  # noqa: T201
-        f"hybrid, RRF ties broken at random (20 orders): mean {ties['random_ties_mean']}, "
-        f"min {ties['random_ties_min']}, max {ties['random_ties_max']}; "
-        f"ties broken by similarity: {ties['ties_by_similarity']}\n"
-    )
 
 
 def report_size(size: int, entry: dict[str, Any]) -> None:
@@ -1187,7 +545,6 @@ def main() -> None:
     parser.add_argument(
         "--ef-construction", type=int, default=64, help="HNSW ef_construction (migration: 64)"
     )
-    parser.add_argument("--ingest-concurrency", type=int, default=4)
     parser.add_argument(
         "--dedicated-min-chunks",
         type=int,
@@ -1201,8 +558,6 @@ def main() -> None:
         default=4096,
         help="index builds get the memory their graph needs, up to this",
     )
-    parser.add_argument("--skip-ndcg", action="store_true")
-    parser.add_argument("--skip-latency", action="store_true")
     parser.add_argument("--skip-http", action="store_true")
     parser.add_argument("--explain", action="store_true")
     parser.add_argument(

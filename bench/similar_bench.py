@@ -1,11 +1,11 @@
 """Similar items and dedupe: service time, recall of planted duplicates, exact baseline.
 
-    .venv/bin/python bench/similar_bench.py [--small-docs 2000] [--docs 10000] [--filler-docs 8000]
+    python -m bench.similar_bench [--small-docs 2000] [--docs 10000] [--filler-docs 8000]
         [--chunks-per-doc 5] [--probes 300]
 
 Synthetic 384-d vectors with topic structure (documents of one topic are 0.6-0.9 alike, so
 the threshold has real neighbours to reject), loaded by binary COPY into a throwaway embedded
-PostgreSQL (bench/harness.py), document vectors written by the service's own SQL
+PostgreSQL (bench.kit.database), document vectors written by the service's own SQL
 (`refresh_document_vectors`), then the HNSW indexes built. 2% of each dedupe tenant's documents
 are planted copies of another document of the tenant: every chunk moved by a little noise,
 a third of them with an extra (footer) chunk, a third re-chunked (adjacent chunks merged).
@@ -30,20 +30,6 @@ import uuid
 from typing import Any
 
 import numpy as np
-from harness import (
-    HNSW_DEFINITION,
-    HNSW_INDEX,
-    BenchDatabase,
-    bench_database,
-    connect_loader,
-    copy_rows,
-    create_tenants,
-    latency_summary,
-    log,
-    machine_note,
-    print_table,
-    write_json,
-)
 from sqlalchemy import select
 
 from app.db.models import Chunk, Document
@@ -57,15 +43,23 @@ from app.retrieval.similar import (
     similar_to_chunk,
     similar_to_document,
 )
+from bench.kit.database import (
+    HNSW_DEFINITION,
+    HNSW_INDEX,
+    BenchDatabase,
+    bench_database,
+    connect_loader,
+    copy_rows,
+    create_tenants,
+)
+from bench.kit.report import log, machine_note, print_table, write_json
+from bench.kit.stats import latency_summary
+from bench.kit.synthetic import unit
 
 MODEL = "local:synthetic"
 DIM = 384
 TOPICS = 200
 THRESHOLD = 0.95
-
-
-def unit(x: np.ndarray) -> np.ndarray:
-    return (x / np.linalg.norm(x, axis=-1, keepdims=True)).astype(np.float32)
 
 
 def generate(

@@ -1,7 +1,7 @@
 """What similarity a relevant passage gets from the configured local model: the evidence for
 default thresholds (app/embeddings/thresholds.py) and the advice in the MCP tool descriptions.
 
-    .venv/bin/python bench/similarity_bench.py [--dataset nfcorpus|medline] [--queries 200]
+    python -m bench.similarity_bench [--dataset nfcorpus|medline] [--queries 200]
         [--data ../shared/data]
 
 Every document of a BEIR dataset in ../shared/data is chunked and embedded as the service does
@@ -21,23 +21,22 @@ import random
 from pathlib import Path
 
 import numpy as np
-from harness import (
-    NFCORPUS,
-    CachingEmbedder,
-    print_table,
-    quantile,
-    read_corpus,
-    read_qrels,
-    read_queries,
-    vector_cache_path,
-    write_json,
-)
-from harness import prepare_corpus as chunked
 
 from app.embeddings.local import LocalEmbedder
 from app.evaluation.metrics import ndcg_at_10
 from app.resources import build_chunker
 from app.settings import EmbeddingProvider, Settings
+from bench.kit.corpus import (
+    CachingEmbedder,
+    read_corpus,
+    read_qrels,
+    read_queries,
+    vector_cache_path,
+)
+from bench.kit.corpus import prepare_corpus as chunked
+from bench.kit.paths import NFCORPUS
+from bench.kit.report import print_table, write_json
+from bench.kit.stats import quantile
 
 THRESHOLDS = (0.0, 0.2, 0.25, 0.3, 0.35, 0.4, 0.5, 0.6, 0.7, 0.8)
 QUANTILES = (0.1, 0.25, 0.5, 0.75, 0.9, 0.95, 0.99)

@@ -1,6 +1,6 @@
 """Storage per chunk, measured: how much disk (and, to stay fast, memory) a deployment needs.
 
-    .venv/bin/python bench/sizing_bench.py [--sizes 20000,100000] [--tenants 100]
+    python -m bench.sizing_bench [--sizes 20000,100000] [--tenants 100]
 
 For each size: a fresh migrated database (embedded PostgreSQL, as the other benchmarks), then
 `size` chunks of NFCorpus text (chunked as the service chunks it: 208 MiniLM tokens, overlap
@@ -8,7 +8,7 @@ For each size: a fresh migrated database (embedded PostgreSQL, as the other benc
 migrations' triggers run as they do on ingest, so the keyword statistics and postings are
 filled. Vectors are random unit vectors of 384 dimensions: the size of an HNSW graph depends
 on the dimension and on m, not on where the points lie. The HNSW index is dropped before the
-load and rebuilt after it (as bench/search_bench.py does); then VACUUM ANALYZE, which also
+load and rebuilt after it (as bench.kit.synthetic does); then VACUUM ANALYZE, which also
 moves the GIN index's pending list into the index.
 
 Reported per relation: bytes (pg_relation_size of the heap with its TOAST, each index), and
@@ -24,23 +24,20 @@ import uuid
 from typing import Any
 
 import numpy as np
-from harness import (
+
+from app.embeddings.local import default_tokenizer_path
+from app.ingest.chunking import Chunker, load_tokenizer
+from bench.kit.corpus import prepare_corpus, read_corpus
+from bench.kit.database import (
     HNSW_DEFINITION,
     HNSW_INDEX,
     bench_database,
     connect_loader,
     copy_rows,
     create_tenants,
-    log,
-    prepare_corpus,
-    print_table,
-    read_corpus,
     server_settings,
-    write_json,
 )
-
-from app.embeddings.local import default_tokenizer_path
-from app.ingest.chunking import Chunker, load_tokenizer
+from bench.kit.report import log, print_table, write_json
 
 MODEL_ID = "local:all-MiniLM-L6-v2"
 CHUNK_TOKENS, OVERLAP_TOKENS = 208, 50  # what the service uses with MiniLM (ARCHITECTURE.md)

@@ -1,7 +1,7 @@
 """Slow and idle connections against `rag serve`: do they hold the server, do they delay
 everyone else?
 
-    .venv/bin/python bench/slow_clients_bench.py [--each 200] [--head-seconds 10]
+    python -m bench.slow_clients_bench [--each 200] [--head-seconds 10]
         [--body-seconds 30] [--keepalive-seconds 5] [--workers 1]
 
 `rag serve` (the embedded database, the local model) is started with the given deadlines
@@ -31,6 +31,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import httpx
+
+from bench.kit.server import wait_ready
 
 RAG = [sys.executable, "-m", "app.cli.main"]
 KINDS = ("idle", "slow head", "slow body", "kept alive")
@@ -226,23 +228,11 @@ def run_slow_clients(plan: SlowPlan, *, data_dir: Path, port: int) -> SlowResult
         stdout=subprocess.DEVNULL,
     )
     try:
-        _wait_ready(url)
+        wait_ready(url)
         return asyncio.run(_run(plan, url, port, server.pid, token))
     finally:
         server.send_signal(signal.SIGINT)
         server.wait(timeout=120)
-
-
-def _wait_ready(url: str, seconds: float = 300) -> None:
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        try:
-            if httpx.get(f"{url}/readyz", timeout=2).status_code == 200:
-                return
-        except httpx.TransportError:
-            pass
-        time.sleep(0.5)
-    raise RuntimeError("the service did not become ready")
 
 
 def report(result: SlowResult) -> str:

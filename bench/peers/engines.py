@@ -18,11 +18,13 @@ from typing import Any, Protocol
 
 import asyncpg
 import numpy as np
-from harness import ApiClient, BenchDatabase
 from pgvector.asyncpg import register_vector
-from search_bench import TOP_K, Loaded, StubEmbedder, TenantSlice
 
 from app.retrieval import search, search_request
+from bench.kit.database import BenchDatabase
+from bench.kit.server import ApiClient
+from bench.kit.stubs import StubEmbedder
+from bench.kit.synthetic import TOP_K, Loaded, TenantSlice
 
 from .workload import Query
 

@@ -14,13 +14,16 @@ import uuid
 from typing import Any
 
 import numpy as np
-from harness import HNSW_DEFINITION, BenchDatabase, CorpusDoc, PreparedDoc, connect_loader, log
-from ingest_bench import LookupEmbedder, copy_stage, ingest_stage, parse_and_chunk
-from ingest_bench import precomputed_inputs as precomputed
-from search_bench import Loaded
 
 from app.embeddings.local import LocalEmbedder
 from app.ingest.chunking import Chunker
+from bench.kit.corpus import CorpusDoc, PreparedDoc
+from bench.kit.database import HNSW_DEFINITION, BenchDatabase, connect_loader
+from bench.kit.ingestion import copy_stage, ingest_stage, parse_and_chunk
+from bench.kit.ingestion import precomputed_inputs as precomputed
+from bench.kit.report import log
+from bench.kit.stubs import LookupEmbedder
+from bench.kit.synthetic import Loaded
 
 from .engines import ChromaEngine
 from .workload import Workload
@@ -103,7 +106,7 @@ def store_row(size: int, path: str, measured: dict[str, Any]) -> dict[str, Any]:
 async def index_builds(
     db: BenchDatabase, loaded: Loaded, chroma_build: dict[str, float]
 ) -> list[dict[str, Any]]:
-    """HNSW over `vector` (the migration's index, built by search_bench's load) and over
+    """HNSW over `vector` (the migration's index, built by bench.kit.synthetic's load) and over
     `halfvec` (an expression index with the same m and ef_construction, built here and
     dropped), both with maintenance_work_mem 1GB; Chroma's collection build beside them.
     Per million chunks: scaled linearly from the measured size (HNSW builds grow a little

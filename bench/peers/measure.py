@@ -10,7 +10,9 @@ from dataclasses import dataclass
 from typing import Any, cast
 
 import numpy as np
-from harness import latency_summary, log
+
+from bench.kit.report import log
+from bench.kit.stats import latency_summary
 
 from .engines import AsyncEngine, BlockingEngine, Engine
 from .workload import Job, recall

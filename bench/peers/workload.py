@@ -1,6 +1,6 @@
 """What every peer is given: the same rows, the same query vectors, the same exact answers.
 
-Rows are search_bench's synthetic ones (NFCorpus chunk vectors from the local model, each
+Rows are bench.kit.synthetic's (NFCorpus chunk vectors from the local model, each
 reused size / chunks times with noise shaped like the corpus's covariance, loaded by binary
 COPY with its tenant layout: one tenant of 50% of the rows, four of 10%, five of 1%, the rest
 of 0.1%). Queries are NFCorpus query texts; their vectors come from the same model, so the
@@ -12,26 +12,21 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from harness import (
-    BenchDatabase,
-    CachingEmbedder,
-    PreparedDoc,
-    prepare_corpus,
-    read_corpus,
-    vector_cache_path,
-)
-from search_bench import (
-    TOP_K,
-    Loaded,
-    StubEmbedder,
-    TenantSlice,
-    cached_corpus,
-    pick_tenant,
-    query_pool,
-)
 
 from app.embeddings.local import LocalEmbedder
 from app.ingest.chunking import Chunker
+from bench.kit.corpus import (
+    CachingEmbedder,
+    PreparedDoc,
+    cached_corpus,
+    prepare_corpus,
+    query_pool,
+    read_corpus,
+    vector_cache_path,
+)
+from bench.kit.database import BenchDatabase
+from bench.kit.stubs import StubEmbedder
+from bench.kit.synthetic import TOP_K, Loaded, TenantSlice, pick_tenant
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,7 +41,7 @@ class Workload:
     base: np.ndarray  # the corpus's chunk vectors, one row per chunk
     queries: list[Query]
     stub: StubEmbedder  # the query vectors by text, for the service-only path
-    embedder: CachingEmbedder  # the local model behind search_bench's disk cache
+    embedder: CachingEmbedder  # the local model behind bench.kit.corpus's disk cache
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,7 +64,7 @@ async def build_workload(
     db: BenchDatabase, local: LocalEmbedder, chunker: Chunker, *, docs: int | None, queries: int
 ) -> Workload:
     """The corpus (all of NFCorpus when `docs` is None, chunked once and cached as
-    search_bench caches it; else its first `docs` documents), its chunk vectors and the first
+    bench.kit.corpus caches it; else its first `docs` documents), its chunk vectors and the first
     `queries` NFCorpus query texts with theirs. Vectors come from the disk cache the other
     benchmarks share, so only the first run on a machine spends model time on them."""
     embedder = CachingEmbedder(local, vector_cache_path(local.model_id))
@@ -99,7 +94,7 @@ def jobs_for(loaded: Loaded, queries: list[Query], size_class: str, count: int) 
     for i in range(count):
         tenant = pick_tenant(loaded, size_class, i)
         query = queries[i % len(queries)]
-        # search_bench's exact_top, keeping the similarities
+        # bench.kit.synthetic's exact_top, keeping the similarities
         scores = loaded.vectors[tenant.start : tenant.stop] @ query.vector
         best = np.argsort(-scores, kind="stable")[:TOP_K]
         similarity = {str(loaded.ids[tenant.start + int(i)]): float(scores[i]) for i in best}
