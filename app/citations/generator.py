@@ -196,9 +196,12 @@ def format_numbered(
     source_url: str | None,
     section: tuple[str, ...],
 ) -> str:
-    """``**Title** (PDF, Page 3) [Source](url) _A → B_``, without the leading number."""
+    """``**Title** (PDF, Page 3) [Source](url) _A → B_``, without the leading number. Only an
+    http(s) URL becomes a link: a markdown renderer would make a `javascript:` or `data:` one
+    clickable, so those are left out of the text (they stay in the citation's `source_url`)."""
     parts = [f"**{title}**"]
     type_label = source_type_label(source_type)
+    source_url = source_url if source_url and _is_web_url(source_url) else None
     if pages or not source_url:
         locator = [
             part for part in (type_label, pages_text(pages, source_type=source_type)) if part
@@ -269,6 +272,10 @@ def _common_prefix(a: tuple[str, ...], b: tuple[str, ...]) -> tuple[str, ...]:
 
 def _clean_url(url: str | None) -> str | None:
     return (url or "").strip() or None
+
+
+def _is_web_url(url: str) -> bool:
+    return url.lower().startswith(("http://", "https://"))
 
 
 def _link_target(url: str) -> str:

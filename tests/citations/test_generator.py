@@ -52,6 +52,19 @@ def test_each_style_formats_fixed_chunks_exactly(style: CitationStyle) -> None:
     assert [citation.text for citation in citations] == EXPECTED[style]
 
 
+@pytest.mark.parametrize(
+    "url", ["javascript:alert(1)//x", "JavaScript://%0aalert(1)", "data:text/html,<b>x</b>"]
+)
+def test_only_web_urls_become_markdown_links(url: str) -> None:
+    """A source URL of another scheme would be a clickable script in a rendered answer: the
+    numbered style leaves it out of the text, the citation still carries it."""
+    [citation] = CitationGenerator().generate(
+        [make_chunk(1, 1, "Page", source_type="html", source_url=url)]
+    )
+    assert citation.text == "[1] **Page** (HTML)"
+    assert citation.source_url == url
+
+
 def test_citations_are_numbered_by_first_appearance_one_per_document() -> None:
     citations = CitationGenerator().generate(fixed_chunks())
 

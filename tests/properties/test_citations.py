@@ -76,6 +76,11 @@ def link_target(url: str) -> str:
     return "".join(f"%{ord(c):02X}" if c in unsafe else c for c in url)
 
 
+def web(url: str | None) -> bool:
+    """Only http(s) URLs become links (docs/CITATIONS.md)."""
+    return bool(url) and str(url).lower().startswith(("http://", "https://"))
+
+
 def assert_numbered_shape(citation: Citation, source_type: str) -> None:
     """``[1] **Title** (PDF, Pages 3, 5) [Source](url) _A → B_``, missing parts left out; the
     type and pages only when there are pages or no URL."""
@@ -83,10 +88,11 @@ def assert_numbered_shape(citation: Citation, source_type: str) -> None:
     pages = pages_text(citation.pages, source_type)
     locator = ", ".join(part for part in (label, pages) if part)
     parts = [f"**{citation.title}**"]
-    if locator and (citation.pages or not citation.source_url):
+    url = citation.source_url if web(citation.source_url) else None
+    if locator and (citation.pages or not url):
         parts.append(f"({locator})")
-    if citation.source_url:
-        parts.append(f"[Source]({link_target(citation.source_url)})")
+    if url:
+        parts.append(f"[Source]({link_target(url)})")
     if citation.section:
         parts.append(f"_{SECTION_SEPARATOR.join(citation.section)}_")
     assert citation.text == f"[{citation.number}] " + " ".join(parts)
@@ -178,17 +184,22 @@ plain_urls = url_texts(st.characters())
 def test_the_source_link_of_a_numbered_citation_is_a_markdown_link(
     title: str, url: str, page: int | None
 ) -> None:
-    """As documented: what would end or break a link destination is percent-encoded."""
+    """As documented: what would end or break a link destination is percent-encoded; only an
+    http(s) URL is a link at all."""
     chunk = Chunk(UUID(int=1), UUID(int=2), title, "text", source_url=url, page_number=page)
     [citation] = CitationGenerator().generate([chunk])
 
-    assert [text for _, text in links(citation.text)] == ["Source"]
+    assert [text for _, text in links(citation.text)] == (["Source"] if web(url) else [])
 
 
-@pytest.mark.parametrize("url", ["file://server/share\\", "https://x.org/\x1b"])
-def test_a_source_url_the_api_accepts_always_gives_a_markdown_link(url: str) -> None:
+@pytest.mark.parametrize(
+    ("url", "linked"), [("file://server/share\\", False), ("https://x.org/\x1b", True)]
+)
+def test_a_source_url_the_api_accepts_gives_a_markdown_link_when_it_is_web(
+    url: str, linked: bool
+) -> None:
     assert accepted_url(url)
     chunk = Chunk(UUID(int=1), UUID(int=2), "Guide", "text", source_url=url)
     [citation] = CitationGenerator().generate([chunk])
 
-    assert [text for _, text in links(citation.text)] == ["Source"]
+    assert [text for _, text in links(citation.text)] == (["Source"] if linked else [])
