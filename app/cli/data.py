@@ -22,11 +22,12 @@ from app.cli.options import (
     remote,
     required_tenant,
 )
+from app.inputs.vocabulary import MAX_RESULTS
 
 Paths = Annotated[list[Path], typer.Argument(help="Files and folders (recursive).", exists=True)]
 Query = Annotated[str, typer.Argument(help="What to look for.")]
 ModeOption = Annotated[Mode, typer.Option(help="vector, keyword or hybrid.")]
-MaxResults = Annotated[int, typer.Option(min=1, max=20)]
+MaxResults = Annotated[int, typer.Option(min=1, max=MAX_RESULTS)]
 Threshold = Annotated[float | None, typer.Option(min=0.1, max=1.0)]
 Collections = Annotated[list[str] | None, typer.Option("--collection", help="Only these.")]
 AccessOption = Annotated[

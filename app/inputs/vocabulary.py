@@ -36,7 +36,7 @@ class MergeStrategy(StrEnum):
     KEEP_MOST_ACCESSED = "keep_most_accessed"
 
 
-MAX_RESULTS = 20  # a search's max_results, at most
+MAX_RESULTS = 100  # a search's max_results, at most
 DEFAULT_MAX_RESULTS = 5
 DEFAULT_MAX_TOKENS = 2000  # a context's budget
 DEFAULT_MAX_CHARS = 500  # a context block's text, at most

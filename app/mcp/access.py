@@ -106,7 +106,7 @@ def resource_errors(fn: Callable[P, Awaitable[R]]) -> Callable[P, Awaitable[R]]:
 
 
 def invalid_arguments(error: ValidationError) -> str:
-    """`invalid value for max_results: Input should be less than or equal to 20; …`"""
+    """`invalid value for max_results: Input should be less than or equal to 100; …`"""
     problems = [
         f"{'.'.join(str(part) for part in e['loc']) or 'arguments'}: {e['msg']}"
         for e in error.errors()

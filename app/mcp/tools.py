@@ -52,7 +52,9 @@ CONNECTOR_SEARCH_MODE = SearchMode.HYBRID  # the `search` tool: meaning and exac
 Query = Annotated[
     QueryText, Field(description="What to look for, in natural language (or keywords).")
 ]
-Limit = Annotated[int, Field(ge=1, le=MAX_RESULTS, description="How many chunks to return (1-20).")]
+Limit = Annotated[
+    int, Field(ge=1, le=MAX_RESULTS, description=f"How many chunks to return (1-{MAX_RESULTS}).")
+]
 Collections = Annotated[
     list[CollectionName] | None,
     Field(max_length=100, description="Only these collections (default: all)."),

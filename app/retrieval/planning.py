@@ -31,6 +31,7 @@ from app.retrieval.visibility import Remembered
 EF_STEPS = ((20_000, 140), (200_000, 160))
 EF_LARGEST = 300
 EF_SHARED = 100
+EF_PER_ROW = 2  # the automatic ef_search is at least twice the rows a walk must return
 CUSTOM, GENERIC = "force_custom_plan", "force_generic_plan"
 
 # A tenant's own statement costs a prepare and a plan on its first run on a connection
@@ -42,14 +43,24 @@ KEEP_PLAN_FROM = 3
 RECENT_SEARCHES: Remembered[str, int] = Remembered()
 
 
-def index_settings(ef_search: int | None, tenant_id: str) -> dict[str, Setting]:
+def index_settings(
+    ef_search: int | None, tenant_id: str, *, fetching: int = 0
+) -> dict[str, Setting]:
     """Every HNSW query (search, similar, dedupe) runs under them: the recall guarantees are
     the same everywhere. `ef_search` None: chosen by the server from the size of the index
-    the tenant's search uses, in the statement that opens the transaction."""
+    the tenant's search uses, in the statement that opens the transaction, and at least
+    EF_PER_ROW times the rows the query `fetching` asks the graph for (a search of 100
+    results: 200), since a graph walk keeps only ef_search candidates."""
+    floor = EF_PER_ROW * fetching
     ef: Setting = (
         str(ef_search)
         if ef_search is not None
-        else by_dedicated_index_size(tenant_id, EF_STEPS, largest=EF_LARGEST, shared=EF_SHARED)
+        else by_dedicated_index_size(
+            tenant_id,
+            [(rows, max(value, floor)) for rows, value in EF_STEPS],
+            largest=max(EF_LARGEST, floor),
+            shared=max(EF_SHARED, floor),
+        )
     )
     return {
         "hnsw.ef_search": ef,
@@ -67,7 +78,7 @@ def search_settings(
     several times faster. So does the exact plan of a small visible set: the policy's access
     arms read it from their indexes, which the planner costs from table-wide estimates close
     to a scan of the whole table."""
-    settings = index_settings(request.ef_search, tenant_id)
+    settings = index_settings(request.ef_search, tenant_id, fetching=request.fetch)
     if request.mode is not SearchMode.VECTOR or exact:
         settings["enable_seqscan"] = "off"
     return settings

@@ -334,7 +334,7 @@ async def test_another_tenant_never_sees_these_chunks(
         ({"query": "   "}, "query"),
         ({"query": "x" * 10_001}, "query"),
         ({"query": "x", "max_results": 0}, "max_results"),
-        ({"query": "x", "max_results": 21}, "max_results"),
+        ({"query": "x", "max_results": 101}, "max_results"),
         ({"query": "x", "mode": "fuzzy"}, "mode"),
         ({"query": "x", "threshold": 0.05}, "threshold"),
         ({"query": "x", "ef_search": 0}, "ef_search"),
@@ -359,3 +359,28 @@ async def test_empty_tenant_gets_an_empty_reply(tenant_a: TenantClient) -> None:
     assert reply["chunks"] == []
     assert reply["total_found"] == 0
     assert reply["avg_similarity"] == 0
+
+
+async def test_up_to_a_hundred_results_in_every_mode(tenant_a: TenantClient) -> None:
+    """A backend that reranks or filters on its side asks for 100 and gets 100, best first."""
+    documents = [
+        {"title": f"Note {n}", "content": f"Harbour crane number {n} lifts containers at dawn."}
+        for n in range(120)
+    ]
+    for start in range(0, len(documents), 40):
+        reply = await tenant_a.http.post(
+            "/api/rag/documents/batch",
+            json={"documents": documents[start : start + 40]},
+            headers=tenant_a.headers,
+        )
+        assert reply.status_code in (200, 201, 207), reply.text
+    for mode in ("vector", "keyword", "hybrid"):
+        reply = await search(
+            tenant_a, query="harbour crane containers", mode=mode, max_results=100, threshold=0.1
+        )
+        chunks = reply["chunks"]
+        assert len(chunks) == 100, mode
+        assert len({c["chunk_id"] for c in chunks}) == 100
+        scores = [c["score"] for c in chunks]
+        assert scores == sorted(scores, reverse=True), mode
+

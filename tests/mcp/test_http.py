@@ -86,7 +86,7 @@ async def test_sdk_client_lists_tools_with_schemas_and_calls_them(
             assert tool.annotations.read_only_hint
         assert listed["semantic_search"].input_schema["properties"]["threshold"]["default"] == 0.7
         limit = listed["search_similar"].input_schema["properties"]["limit"]
-        assert (limit["default"], limit["minimum"], limit["maximum"]) == (5, 1, 20)
+        assert (limit["default"], limit["minimum"], limit["maximum"]) == (5, 1, 100)
         reply = sdk_structured(await client.call_tool("search_similar", {"query": "OAuth tokens"}))
         assert reply["documents"][0]["id"]
         assert reply["count"] >= 1
