@@ -375,12 +375,11 @@ async def test_up_to_a_hundred_results_in_every_mode(tenant_a: TenantClient) -> 
         )
         assert reply.status_code in (200, 201, 207), reply.text
     for mode in ("vector", "keyword", "hybrid"):
-        reply = await search(
+        found = await search(
             tenant_a, query="harbour crane containers", mode=mode, max_results=100, threshold=0.1
         )
-        chunks = reply["chunks"]
+        chunks = found["chunks"]
         assert len(chunks) == 100, mode
         assert len({c["chunk_id"] for c in chunks}) == 100
         scores = [c["score"] for c in chunks]
         assert scores == sorted(scores, reverse=True), mode
-
