@@ -16,6 +16,7 @@ from app.citations import Citation, ContextMetrics
 from app.inputs.search import ContextInput
 from app.operations import search as operations
 from app.retrieval import ContextOutcome
+from app.retrieval.hits import Hit
 
 router = APIRouter(prefix="/api/rag", tags=["context"], responses=GATED)
 
@@ -77,6 +78,10 @@ class ContextOut(BaseModel):
     citations: list[CitationOut]
     metrics: MetricsOut
     chunks: list[ChunkOut] = Field(description="The chunks used, best first.")
+    neighbors: list[ChunkOut] = Field(
+        default_factory=list,
+        description="The neighbouring chunks that widen them (`neighbors`), in document order.",
+    )
     dropped: int = Field(description="Chunks found but left out to respect max_tokens.")
     total_found: int
     timings: Timings
@@ -90,11 +95,16 @@ class ContextOut(BaseModel):
             citations=[CitationOut.of(c) for c in built.citations],
             metrics=MetricsOut.of(built.metrics),
             chunks=[ChunkOut.of(hit) for hit in built.used],
+            neighbors=[ChunkOut.of(hit) for hit in sorted(built.neighbours, key=_reading_order)],
             dropped=built.dropped,
             total_found=outcome.found.total_found,
             timings=Timings.of(outcome.found),
             context_ms=outcome.context_ms,
         )
+
+
+def _reading_order(hit: Hit) -> tuple[str, int]:
+    return str(hit.document_id), hit.chunk_index
 
 
 @router.post("/context", summary="Build a cited context block for a prompt", responses=WITH_BODY)

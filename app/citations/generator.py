@@ -142,6 +142,23 @@ class CitationGenerator:
             section=_clean_section(chunk.section),
         )
 
+    def run_label(self, run: Sequence[CitableChunk]) -> str:
+        """The "Source:" line of consecutive chunks of one document shown as one block: the
+        pages they cover and the section they share."""
+        first = run[0]
+        pages = tuple(sorted({c.page_number for c in run if c.page_number is not None}))
+        section = _clean_section(first.section)
+        for chunk in run[1:]:
+            section = _common_prefix(section, _clean_section(chunk.section))
+        return self._format(
+            None,
+            title=clean_title(first.title),
+            pages=pages,
+            source_type=first.source_type,
+            source_url=next((u for c in run if (u := _clean_url(c.source_url))), None),
+            section=section,
+        )
+
     def _citation(self, number: int, src: _Source) -> Citation:
         title, pages = clean_title(src.first.title), tuple(sorted(src.pages))
         first = src.first

@@ -181,6 +181,9 @@ def context(
     max_results: MaxResults = 5,
     threshold: Threshold = None,
     collection: Collections = None,
+    neighbors: Annotated[
+        int, typer.Option(min=0, max=3, help="Chunks before and after each hit to add (0-3).")
+    ] = 0,
     url: UrlOption = None,
     token: TokenOption = None,
 ) -> None:
@@ -203,6 +206,7 @@ def context(
                 max_results=max_results,
                 threshold=threshold,
                 collections=collection or None,
+                neighbors=neighbors or None,
             )
     else:
         who = required_tenant(tenant)  # before the import: a missing --tenant fails at once
@@ -217,6 +221,7 @@ def context(
             max_results=max_results,
             threshold=threshold,
             collections=collection or None,
+            neighbors=neighbors or None,
         )
     typer.echo(result.context)
     Console(stderr=True).print(citations_table(result))

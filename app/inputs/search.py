@@ -113,3 +113,13 @@ class ContextInput(SearchInput):
     style: CitationStyle = CitationStyle.NUMBERED
     max_tokens: Annotated[int, Field(ge=1, le=200_000)] = DEFAULT_MAX_TOKENS
     max_chars_per_chunk: Annotated[int, Field(ge=20, le=20_000)] = DEFAULT_MAX_CHARS
+    neighbors: Annotated[
+        int,
+        Field(
+            ge=0,
+            le=3,
+            description="Widen each hit with this many chunks before and after it in its "
+            "document (0-3), merged with the hits they touch, in document order, within "
+            "max_tokens; a hit is never left out for its neighbours.",
+        ),
+    ] = 0

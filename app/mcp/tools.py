@@ -149,6 +149,10 @@ async def get_context(
     ] = DEFAULT_MAX_TOKENS,
     max_results: Limit = DEFAULT_MAX_RESULTS,
     collections: Collections = None,
+    neighbors: Annotated[
+        int,
+        Field(ge=0, le=3, description="Chunks before and after each hit to add (0-3)."),
+    ] = 0,
     read_consistency: Consistency = None,
 ) -> ContextReply:
     access = await admitted()
@@ -158,6 +162,7 @@ async def get_context(
         max_tokens=max_tokens,
         max_results=max_results,
         collections=collections,
+        neighbors=neighbors,
     )
     outcome = await searching.context(
         access.resources,

@@ -91,6 +91,7 @@ async def context(
             max_tokens=asked.max_tokens,
             max_chars=asked.max_chars_per_chunk,
             access=resources.access,
+            neighbors=asked.neighbors,
         ),
         consistency=consistency,
     )

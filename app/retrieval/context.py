@@ -1,7 +1,8 @@
 """Search, then the cited context block of an LLM prompt within a token budget.
 
 The assembly (citations/, pure CPU work) runs on a worker thread so a large budget never
-stalls the event loop; `context_ms` is its own time, beside the search's timings.
+stalls the event loop; `context_ms` is its own time (and the neighbours' read, when asked
+for), beside the search's timings.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from app.db.tenancy import SessionMaker
 from app.embeddings import Embedder
 from app.retrieval.access import AccessCounter
 from app.retrieval.hits import Hit, SearchOutcome
+from app.retrieval.neighbours import neighbours_of
 from app.retrieval.requests import SearchRequest
 from app.retrieval.search import search
 
@@ -45,13 +47,21 @@ async def retrieve_context(
     max_tokens: int = DEFAULT_MAX_TOKENS,
     max_chars: int = DEFAULT_MAX_CHARS,
     access: AccessCounter | None = None,
+    neighbors: int = 0,
 ) -> ContextOutcome:
-    """The tenant's best chunks for `request`, as numbered context blocks with citations."""
+    """The tenant's best chunks for `request`, as numbered context blocks with citations;
+    each hit widened by `neighbors` chunks on either side in its document."""
     found = await search(sessions, embedder, tenant_id=tenant_id, request=request, access=access)
     started = time.perf_counter()
+    around = await neighbours_of(sessions, tenant_id=tenant_id, hits=found.hits, reach=neighbors)
     built = await anyio.to_thread.run_sync(
         lambda: build_context_with_citations(
-            found.hits, counter, style=style, max_tokens=max_tokens, max_chars=max_chars
+            found.hits,
+            counter,
+            style=style,
+            max_tokens=max_tokens,
+            max_chars=max_chars,
+            neighbours=around,
         )
     )
     elapsed = round((time.perf_counter() - started) * 1000, 3)

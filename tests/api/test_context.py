@@ -122,6 +122,8 @@ async def test_context_of_another_tenant_is_empty(
         ({"query": "x", "style": "fancy"}, "style"),
         ({"query": "x", "max_tokens": 0}, "max_tokens"),
         ({"query": "x", "max_chars_per_chunk": 5}, "max_chars_per_chunk"),
+        ({"query": "x", "neighbors": 4}, "neighbors"),
+        ({"query": "x", "neighbors": -1}, "neighbors"),
         ({"style": "compact"}, "query"),
     ],
 )
@@ -172,3 +174,43 @@ async def test_diversity_spreads_a_context_over_documents(tenant_a: TenantClient
         "/api/rag/context", json={**common, "diversity": 1.5}, headers=tenant_a.headers
     )
     assert bad.status_code == 422
+
+
+async def test_neighbors_widen_a_hit_with_the_chunks_around_it(tenant_a: TenantClient) -> None:
+    """`neighbors` 1: the hit and the chunks on either side, one block in document order,
+    one citation; the reply lists the neighbours apart from the hits."""
+    sections = [
+        f"## Part {n}\n\n" + " ".join(f"marker{n} paragraph{n} sentence{i}." for i in range(60))
+        for n in range(8)
+    ]
+    reply = await tenant_a.http.post(
+        "/api/rag/documents",
+        json={"title": "Long", "source_type": "markdown", "content": "\n\n".join(sections)},
+        headers=tenant_a.headers,
+    )
+    assert reply.status_code == 201, reply.text
+    assert reply.json()["chunks"] >= 5
+    plain = await context(tenant_a, query="marker4", mode="keyword", max_results=1)
+    [hit] = plain["chunks"]
+    assert plain["neighbors"] == []
+    wide = await context(
+        tenant_a, query="marker4", mode="keyword", max_results=1, neighbors=1, max_tokens=6000
+    )
+    assert [c["chunk_id"] for c in wide["chunks"]] == [hit["chunk_id"]]
+    indexes = [n["chunk_index"] for n in wide["neighbors"]]
+    assert indexes == [hit["chunk_index"] - 1, hit["chunk_index"] + 1]
+    assert {n["document_id"] for n in wide["neighbors"]} == {hit["document_id"]}
+    assert wide["context"].count("[1]") == 1
+    assert "[2]" not in wide["context"]
+    positions = [
+        wide["context"].index(chunk["content"][:40])
+        for chunk in (wide["neighbors"][0], hit, wide["neighbors"][1])
+    ]
+    assert positions == sorted(positions)  # document order
+    assert len(wide["citations"]) == 1
+    assert len(wide["context"]) > len(plain["context"])
+    tight = await context(
+        tenant_a, query="marker4", mode="keyword", max_results=1, neighbors=3,
+        max_tokens=plain["metrics"]["total_tokens"],
+    )  # fmt: skip
+    assert tight["context"] == plain["context"]  # no room: the hit alone, never dropped

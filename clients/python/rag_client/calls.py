@@ -104,6 +104,7 @@ class ContextOptions(SearchOptions, total=False):
     style: CitationStyle | str
     max_tokens: int | None
     max_chars_per_chunk: int | None
+    neighbors: int | None
 
 
 def search(query: str, options: SearchOptions) -> Call[SearchResult]:

@@ -98,6 +98,7 @@ class ContextQuery(SearchQuery):
     style: CitationStyle = CitationStyle.NUMBERED
     max_tokens: int | None = None
     max_chars_per_chunk: int | None = None
+    neighbors: int | None = None
 
 
 class Chunk(Reply):
@@ -165,6 +166,7 @@ class ContextResult(Reply):
     citations: list[Citation]
     metrics: ContextMetrics
     chunks: list[Chunk]
+    neighbors: list[Chunk] = Field(default_factory=list)
     dropped: int
     total_found: int
     timings: Timings
