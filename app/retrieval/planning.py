@@ -31,7 +31,7 @@ from app.retrieval.visibility import Remembered
 EF_STEPS = ((20_000, 140), (200_000, 160))
 EF_LARGEST = 300
 EF_SHARED = 100
-EF_PER_ROW = 2  # the automatic ef_search is at least twice the rows a walk must return
+EF_PER_ROW = 4  # the automatic ef_search is at least 4x the results asked for
 CUSTOM, GENERIC = "force_custom_plan", "force_generic_plan"
 
 # A tenant's own statement costs a prepare and a plan on its first run on a connection
@@ -49,8 +49,9 @@ def index_settings(
     """Every HNSW query (search, similar, dedupe) runs under them: the recall guarantees are
     the same everywhere. `ef_search` None: chosen by the server from the size of the index
     the tenant's search uses, in the statement that opens the transaction, and at least
-    EF_PER_ROW times the rows the query `fetching` asks the graph for (a search of 100
-    results: 200), since a graph walk keeps only ef_search candidates."""
+    EF_PER_ROW times the results `fetching` asks for (100 results: 400): a graph walk keeps
+    only ef_search candidates, and recall@100 needs that many (docs/BENCHMARKS.md, "Up to 100
+    results")."""
     floor = EF_PER_ROW * fetching
     ef: Setting = (
         str(ef_search)
@@ -78,7 +79,7 @@ def search_settings(
     several times faster. So does the exact plan of a small visible set: the policy's access
     arms read it from their indexes, which the planner costs from table-wide estimates close
     to a scan of the whole table."""
-    settings = index_settings(request.ef_search, tenant_id, fetching=request.fetch)
+    settings = index_settings(request.ef_search, tenant_id, fetching=request.top_k)
     if request.mode is not SearchMode.VECTOR or exact:
         settings["enable_seqscan"] = "off"
     return settings

@@ -13,18 +13,18 @@ def _automatic(fetching: int) -> Computed:
 
 
 def test_a_usual_search_keeps_the_size_rule() -> None:
-    ef = _automatic(40)  # the default candidates: twice is below every step
+    ef = _automatic(20)  # 4 x 20 results: below every step
     assert ef.otherwise == str(EF_SHARED)
     for _, value in EF_STEPS:
         assert f"then '{value}'" in ef.sql
     assert f"else '{EF_LARGEST}'" in ef.sql
 
 
-def test_a_hundred_results_get_at_least_twice_as_many_candidates() -> None:
+def test_a_hundred_results_walk_with_four_times_as_many_candidates() -> None:
     ef = _automatic(100)
-    assert ef.otherwise == "200"
-    assert "then '200'" in ef.sql  # the small graphs' steps are raised
-    assert f"else '{max(EF_LARGEST, 200)}'" in ef.sql
+    assert ef.otherwise == "400"
+    assert "then '400'" in ef.sql  # every step is raised
+    assert f"else '{max(EF_LARGEST, 400)}'" in ef.sql
 
 
 def test_a_given_ef_search_is_taken_as_it_is() -> None:
