@@ -59,7 +59,7 @@ def test_not_found_for_an_unknown_document(live: LiveService) -> None:
 
 def test_invalid_carries_the_field_errors(live: LiveService) -> None:
     with RagClient(live.url, live.token(live.tenant())) as rag, pytest.raises(Invalid) as bad:
-        rag.search("volcano", max_results=50, threshold=3.0)
+        rag.search("volcano", max_results=101, threshold=3.0)
     assert bad.value.status == 422
     assert {error.field for error in bad.value.errors} == {"max_results", "threshold"}
     assert all(error.message for error in bad.value.errors)
