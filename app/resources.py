@@ -27,6 +27,7 @@ from app.ingest.parsing.sandbox import FileSandbox
 from app.permissions import EVERY_DOCUMENT, Readers
 from app.ratelimit import RateLimiter, build_rate_limiter
 from app.retrieval.access import AccessCounter, flushing
+from app.retrieval.rerank import Reranker
 from app.settings import Settings
 from app.tenants import TenantDirectory
 from app.usage import UsageRecorder
@@ -53,6 +54,7 @@ class Resources:
     access: AccessCounter
     usage: UsageRecorder
     replicas: ReplicaSet
+    reranker: Reranker | None = None  # the second stage, when RAG_RERANK_PROVIDER names one
     readers: Readers | None = None  # set by `reading_as_caller`: whose documents reads see
 
     async def read(
@@ -98,6 +100,7 @@ async def open_resources(
     limiter = build_rate_limiter(settings)
     redis = Redis.from_url(settings.redis_url, socket_timeout=1) if settings.redis_url else None
     embedder = embedder or await build_embedder(settings)
+    reranker = Reranker.from_settings(settings)
     try:
         check_dimensions(embedder, await _column_dimensions(engine, settings))
         with sandboxed_parser(settings) as parser:
@@ -126,9 +129,12 @@ async def open_resources(
                     access=access,
                     usage=usage,
                     replicas=replicas,
+                    reranker=reranker,
                 )
     finally:
         await embedder.aclose()
+        if reranker is not None:
+            await reranker.aclose()
         await limiter.aclose()
         if redis is not None:
             await redis.aclose()

@@ -17,6 +17,13 @@ from pydantic import Field, SecretStr, field_validator, model_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 
+class RerankProvider(StrEnum):
+    NONE = "none"
+    COHERE = "cohere"  # POST {url}/v2/rerank
+    JINA = "jina"  # POST {url}/v1/rerank
+    TEI = "tei"  # text-embeddings-inference: POST {url}/rerank
+
+
 class EmbeddingProvider(StrEnum):
     LOCAL = "local"
     OPENAI = "openai"
@@ -114,6 +121,14 @@ class Settings(BaseSettings):
     rate_limit_redis_failure: RedisFailurePolicy = RedisFailurePolicy.FAIL_OPEN
     # app processes sharing the Redis: while it is down each admits ceil(limit / this)
     rate_limit_instances: int = Field(default=1, ge=1, le=10_000)
+
+    # a second stage that reorders the first stage's candidates (app/retrieval/rerank.py)
+    rerank_provider: RerankProvider = RerankProvider.NONE
+    rerank_url: str | None = None  # the server's base URL (cohere and jina: their public APIs)
+    rerank_api_key: SecretStr | None = None
+    rerank_model: str | None = None
+    rerank_candidates: int = Field(default=50, ge=1, le=200)
+    rerank_timeout_seconds: float = Field(default=5.0, gt=0, le=120)
 
     # embeddings
     embedding_provider: EmbeddingProvider = EmbeddingProvider.AUTO

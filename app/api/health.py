@@ -74,6 +74,8 @@ async def readyz(resources: ResourcesDep, response: Response) -> Readiness:
     if resources.redis is not None:
         checks["redis"] = await _timed(lambda: _ping_redis(resources), attempts=2)
     checks["embedder"] = await _timed(resources.embedder.check)
+    if resources.reranker is not None:  # fails while the reranker refuses the service's calls
+        checks["reranker"] = await _timed(resources.reranker.check)
     ready = all(check.ok for check in checks.values())
     if not ready:
         response.status_code = 503

@@ -43,6 +43,9 @@ class ChunkOut(BaseModel):
     chunk_index: int
     total_chunks: int
     metadata: dict[str, JsonValue]
+    rerank_score: float | None = Field(
+        default=None, description="The reranker's relevance score, when it ordered the chunks."
+    )
 
     @classmethod
     def of(cls, hit: Hit) -> Self:
@@ -62,18 +65,25 @@ class ChunkOut(BaseModel):
             chunk_index=hit.chunk_index,
             total_chunks=hit.total_chunks,
             metadata=hit.metadata,
+            rerank_score=hit.rerank_score,
         )
 
 
 class Timings(BaseModel):
     embed_ms: float
     database_ms: float
+    rerank_ms: float | None = Field(default=None, description="The second stage, when asked.")
     total_ms: float
 
     @classmethod
     def of(cls, outcome: SearchOutcome) -> Self:
         found = outcome.timings_ms
-        return cls(embed_ms=found["embed"], database_ms=found["database"], total_ms=found["total"])
+        return cls(
+            embed_ms=found["embed"],
+            database_ms=found["database"],
+            rerank_ms=found.get("rerank"),
+            total_ms=found["total"],
+        )
 
 
 class SearchOut(BaseModel):
@@ -94,6 +104,12 @@ class SearchOut(BaseModel):
         " more chunks hold the query's terms), `index` (the index scan stopped early).",
     )
     note: str | None = Field(default=None, description="The shortfall in words.")
+    reranked: bool = Field(default=False, description="The reranker ordered the chunks.")
+    rerank_note: str | None = Field(
+        default=None,
+        description="Why reranking was skipped (the reranker failed, timed out or refused): "
+        "the chunks are in the first stage's order.",
+    )
 
     @classmethod
     def of(cls, outcome: SearchOutcome, *, mode: SearchMode, threshold: float | None) -> Self:
@@ -110,4 +126,6 @@ class SearchOut(BaseModel):
             fewer_than_requested=shortfall is not None,
             shortfall=shortfall.reason if shortfall else None,
             note=shortfall.note if shortfall else None,
+            reranked=outcome.reranked,
+            rerank_note=outcome.rerank_note,
         )

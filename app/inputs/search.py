@@ -105,6 +105,13 @@ class SearchInput(Strict):
             "prefers chunks unlike those already picked.",
         ),
     ] = None
+    rerank: Annotated[
+        bool | None,
+        Field(
+            description="Order the first stage's candidates with the configured reranker "
+            "(RAG_RERANK_PROVIDER); default: true when one is configured."
+        ),
+    ] = None
 
 
 class ContextInput(SearchInput):

@@ -51,6 +51,12 @@ SEARCH_STAGE = Histogram(
 )
 
 # embeddings (app/embeddings/cache.py: every provider is behind the query cache)
+RERANKS = Counter(
+    "rag_rerank",
+    "Second-stage reranking, by outcome: reranked, skipped (the reranker failed or timed "
+    "out: the first stage's order was used) or refused (a 4xx, most often its key).",
+    ["outcome"],
+)
 QUERY_CACHE = Counter(
     "rag_query_embedding_cache",
     "Query embeddings looked up in the LRU cache, by result (hit or miss).",

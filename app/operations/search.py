@@ -42,6 +42,7 @@ def request_of(settings: Settings, model_id: str, asked: SearchInput) -> SearchR
         fusion=asked.fusion,
         vector_weight=asked.vector_weight,
         diversity=asked.diversity,
+        rerank=asked.rerank,
     )
 
 
@@ -63,6 +64,7 @@ async def search(
             tenant_id=tenant_id,
             request=request,
             access=resources.access,
+            reranker=resources.reranker,
         ),
         consistency=consistency,
     )
@@ -92,6 +94,7 @@ async def context(
             max_chars=asked.max_chars_per_chunk,
             access=resources.access,
             neighbors=asked.neighbors,
+            reranker=resources.reranker,
         ),
         consistency=consistency,
     )

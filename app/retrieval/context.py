@@ -26,6 +26,7 @@ from app.retrieval.access import AccessCounter
 from app.retrieval.hits import Hit, SearchOutcome
 from app.retrieval.neighbours import neighbours_of
 from app.retrieval.requests import SearchRequest
+from app.retrieval.rerank import Reranker
 from app.retrieval.search import search
 
 
@@ -48,10 +49,13 @@ async def retrieve_context(
     max_chars: int = DEFAULT_MAX_CHARS,
     access: AccessCounter | None = None,
     neighbors: int = 0,
+    reranker: Reranker | None = None,
 ) -> ContextOutcome:
     """The tenant's best chunks for `request`, as numbered context blocks with citations;
     each hit widened by `neighbors` chunks on either side in its document."""
-    found = await search(sessions, embedder, tenant_id=tenant_id, request=request, access=access)
+    found = await search(
+        sessions, embedder, tenant_id=tenant_id, request=request, access=access, reranker=reranker
+    )
     started = time.perf_counter()
     around = await neighbours_of(sessions, tenant_id=tenant_id, hits=found.hits, reach=neighbors)
     built = await anyio.to_thread.run_sync(

@@ -32,6 +32,7 @@ class Hit:
     chunk_index: int
     total_chunks: int
     metadata: dict[str, Any]
+    rerank_score: float | None = None  # the second stage's, when it ordered the hits
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,6 +42,8 @@ class SearchOutcome:
     model: str
     timings_ms: dict[str, float]
     shortfall: Shortfall | None = None  # why fewer than top_k, when they are fewer
+    reranked: bool = False
+    rerank_note: str | None = None  # why reranking was skipped, when it was
 
     @property
     def avg_similarity(self) -> float:

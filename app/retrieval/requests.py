@@ -16,7 +16,7 @@ from app.errors import Unprocessable
 from app.inputs.vocabulary import FusionMethod, SearchMode
 from app.retrieval.bm25 import Bm25Params
 from app.retrieval.filters import SearchFilters
-from app.settings import Settings
+from app.settings import RerankProvider, Settings
 
 __all__ = ["SearchMode", "SearchRequest", "search_request"]
 
@@ -35,6 +35,8 @@ class SearchRequest:
     fusion: FusionMethod = FusionMethod.WEIGHTED
     vector_weight: float = 0.6  # weighted fusion: the vector leg's share
     diversity: float | None = None  # MMR's lambda in (0, 1]; None or 0: ranking order
+    rerank: bool = False  # a second stage orders `rerank_candidates` first-stage hits
+    rerank_candidates: int = 50
 
     @property
     def fetch(self) -> int:
@@ -55,8 +57,16 @@ def search_request(
     fusion: FusionMethod | None = None,
     vector_weight: float | None = None,
     diversity: float | None = None,
+    rerank: bool | None = None,
 ) -> SearchRequest:
-    """The request for `query`; 422 (Unprocessable) when the query is too long."""
+    """The request for `query`; 422 (Unprocessable) when the query is too long, or reranking
+    is asked for where no reranker is configured. `rerank` None: when one is."""
+    configured = settings.rerank_provider is not RerankProvider.NONE
+    if rerank and not configured:
+        raise Unprocessable(
+            "rerank: no reranker is configured (RAG_RERANK_PROVIDER)",
+            extra={"errors": [{"field": "rerank", "message": "no reranker is configured"}]},
+        )
     if len(query) > settings.query_max_chars:
         raise Unprocessable(
             f"query is longer than {settings.query_max_chars} characters",
@@ -83,4 +93,6 @@ def search_request(
             settings.search_fusion_vector_weight if vector_weight is None else vector_weight
         ),
         diversity=diversity or None,
+        rerank=configured if rerank is None else rerank,
+        rerank_candidates=settings.rerank_candidates,
     )

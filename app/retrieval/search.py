@@ -18,6 +18,7 @@ from __future__ import annotations
 import time
 import uuid
 from collections.abc import Sequence
+from dataclasses import replace
 
 from sqlalchemy import ColumnElement, literal, select
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -36,6 +37,7 @@ from app.retrieval.hits import Hit, SearchOutcome, scored_hits
 from app.retrieval.nearest import direct_hits, direct_query, nearest_hits, nearest_scored
 from app.retrieval.planning import keeps_plan, search_settings
 from app.retrieval.requests import SearchMode, SearchRequest
+from app.retrieval.rerank import Reranker, RerankSkipped
 from app.retrieval.shortfall import Shortfall, explain_shortfall, threshold_shortfall
 from app.retrieval.visibility import Scope, access_lists_matter, direct_plan, visible_scope
 
@@ -47,8 +49,56 @@ async def search(
     tenant_id: str,
     request: SearchRequest,
     access: AccessCounter | None = None,
+    reranker: Reranker | None = None,
 ) -> SearchOutcome:
-    """The tenant's best chunks for `request`; `access` counts the documents returned."""
+    """The tenant's best chunks for `request`; `access` counts the documents returned. With
+    `request.rerank` and a `reranker`, the first stage fetches `rerank_candidates` hits (at
+    least top_k) and the reranker orders them; when it fails, the first stage's order stands
+    and `rerank_note` says why."""
+    if not (request.rerank and reranker is not None):
+        return await _first_stage(sessions, embedder, tenant_id=tenant_id, request=request,
+                                  access=access)  # fmt: skip
+    wide = replace(request, top_k=max(request.top_k, request.rerank_candidates))
+    found = await _first_stage(sessions, embedder, tenant_id=tenant_id, request=wide)
+    started = time.perf_counter()
+    note = None
+    try:
+        ranked = await reranker.rerank(request.query, [hit.content for hit in found.hits])
+        order = [found.hits[r.index] for r in ranked]
+        scores = {r.index: round(r.score, 6) for r in ranked}
+        hits = [replace(found.hits[r.index], rerank_score=scores[r.index]) for r in ranked]
+        hits += [hit for hit in found.hits if hit not in order]  # any the reply left out
+    except RerankSkipped as skipped:
+        note = f"reranking skipped: {skipped.note}; the first stage's order is kept"
+        hits = list(found.hits)
+    hits = hits[: request.top_k]
+    rerank_ms = round((time.perf_counter() - started) * 1000, 3)
+    timings = found.timings_ms | {
+        "rerank": rerank_ms,
+        "total": round(found.timings_ms["total"] + rerank_ms, 3),
+    }
+    if access is not None:
+        access.record(tenant_id, [hit.document_id for hit in hits])
+    return SearchOutcome(
+        hits,
+        found.total_found,
+        found.model,
+        timings,
+        found.shortfall if len(hits) < request.top_k else None,
+        reranked=note is None,
+        rerank_note=note,
+    )
+
+
+async def _first_stage(
+    sessions: SessionMaker,
+    embedder: Embedder,
+    *,
+    tenant_id: str,
+    request: SearchRequest,
+    access: AccessCounter | None = None,
+) -> SearchOutcome:
+    """The tenant's best chunks for `request` by the search itself."""
     started = time.perf_counter()
     vector = await embedder.embed_query(request.query)
     embedded = time.perf_counter()

@@ -98,6 +98,7 @@ class SearchOptions(TypedDict, total=False):
     collections: Sequence[str] | None
     filters: Filters | None
     ef_search: int | None
+    rerank: bool | None
 
 
 class ContextOptions(SearchOptions, total=False):

@@ -92,6 +92,7 @@ class SearchQuery(Body):
     collections: list[str] | None = None
     filters: Filters | None = None
     ef_search: int | None = None
+    rerank: bool | None = None
 
 
 class ContextQuery(SearchQuery):
@@ -117,11 +118,13 @@ class Chunk(Reply):
     chunk_index: int
     total_chunks: int
     metadata: dict[str, JsonValue]
+    rerank_score: float | None = None
 
 
 class Timings(Reply):
     embed_ms: float
     database_ms: float
+    rerank_ms: float | None = None
     total_ms: float
 
 
@@ -137,6 +140,8 @@ class SearchResult(Reply):
     fewer_than_requested: bool
     shortfall: Shortfall | None = None
     note: str | None = None
+    reranked: bool = False
+    rerank_note: str | None = None
 
 
 class Citation(Reply):

@@ -1,0 +1,74 @@
+"""A rerank server on loopback that speaks Cohere's, Jina's or text-embeddings-inference's
+wire format, scoring a document by how often it holds a favourite word (so a test can tell the
+reranker's order from the first stage's), and answering with the statuses of its script."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+PATHS = {"cohere": "/v2/rerank", "jina": "/v1/rerank", "tei": "/rerank"}
+
+
+@dataclass
+class FakeReranker:
+    provider: str
+    favourite: str
+    url: str = ""
+    statuses: list[int] = field(default_factory=lambda: [200])
+    delay_seconds: float = 0.0
+    requests: list[tuple[str, dict[str, str], dict[str, Any]]] = field(default_factory=list)
+
+    def answer(self, path: str, headers: dict[str, str], body: dict[str, Any]) -> tuple[int, Any]:
+        self.requests.append((path, headers, body))
+        status = self.statuses[min(len(self.requests) - 1, len(self.statuses) - 1)]
+        if path != PATHS[self.provider]:
+            return 404, {"message": "no such route"}
+        if status != 200:
+            return status, {"message": "invalid api token" if status == 401 else "boom"}
+        texts = body["texts"] if self.provider == "tei" else body["documents"]
+        scores = [text.lower().count(self.favourite) / (1 + len(text) / 1000) for text in texts]
+        order = sorted(range(len(texts)), key=lambda i: -scores[i])
+        if self.provider == "tei":
+            return 200, [{"index": i, "score": scores[i]} for i in order]
+        top = order[: int(body["top_n"])]
+        return 200, {"results": [{"index": i, "relevance_score": scores[i]} for i in top]}
+
+
+@contextmanager
+def fake_reranker(provider: str, favourite: str) -> Iterator[FakeReranker]:
+    fake = FakeReranker(provider, favourite)
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_POST(self) -> None:
+            body = json.loads(self.rfile.read(int(self.headers.get("content-length", "0"))))
+            headers = {name.lower(): value for name, value in self.headers.items()}
+            if fake.delay_seconds:
+                time.sleep(fake.delay_seconds)
+            status, reply = fake.answer(self.path, headers, body)
+            data = json.dumps(reply).encode()
+            self.send_response(status)
+            self.send_header("content-type", "application/json")
+            self.send_header("content-length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+        def log_message(self, format: str, *args: object) -> None:
+            return None
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    fake.url = f"http://127.0.0.1:{server.server_address[1]}"
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield fake
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(10)

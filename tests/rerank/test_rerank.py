@@ -1,0 +1,168 @@
+"""The second stage against local fakes of each rerank wire format: the reranker's order,
+its scores and time in the reply, through search and context; and a reranker that fails,
+times out or refuses never fails a search (the first stage's order, a note, /readyz)."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
+import pytest
+from httpx import ASGITransport, AsyncClient
+from pydantic import SecretStr
+
+from app.db.tenancy import SessionMaker
+from app.settings import RerankProvider, Settings
+from tests.conftest import TenantClient, new_tenant, running_app
+from tests.fakes import WordHashEmbedder
+from tests.mcp.conftest import mcp_settings, structured
+from tests.rerank.fake import FakeReranker, fake_reranker
+
+pytestmark = pytest.mark.on_citus
+
+NOTES = [
+    ("Harbour cranes", "The harbour cranes lift containers from ships at dawn."),
+    ("Harbour pilots", "Harbour pilots guide ships through the harbour channel."),
+    ("Harbour zebra", "A zebra statue stands by the harbour gate; zebra stripes, zebra paint."),
+    ("Harbour fees", "The harbour charges fees for every ship that docks overnight."),
+]
+
+
+@asynccontextmanager
+async def served(
+    settings: Settings,
+    sessions: SessionMaker,
+    embedder: WordHashEmbedder,
+    fake: FakeReranker | None,
+    *,
+    wait_seconds: float = 5.0,
+) -> AsyncIterator[TenantClient]:
+    configured = mcp_settings(
+        settings,
+        **{
+            "rerank_provider": RerankProvider(fake.provider) if fake else RerankProvider.NONE,
+            "rerank_url": fake.url if fake else None,
+            "rerank_api_key": SecretStr("rerank-key"),
+            "rerank_model": "rerank-test",
+            "rerank_timeout_seconds": wait_seconds,
+        },
+    )
+    async with (
+        running_app(configured, sessions, embedder) as app,
+        AsyncClient(transport=ASGITransport(app), base_url="http://test") as http,
+    ):
+        tenant = await new_tenant(http, configured, sessions)
+        for title, content in NOTES:
+            reply = await http.post(
+                "/api/rag/documents",
+                json={"title": title, "content": content},
+                headers=tenant.headers,
+            )
+            assert reply.status_code == 201, reply.text
+        yield tenant
+
+
+async def post(tenant: TenantClient, path: str, **body: object) -> dict[str, object]:
+    reply = await tenant.http.post(path, json=body, headers=tenant.headers)
+    assert reply.status_code == 200, reply.text
+    found: dict[str, object] = reply.json()
+    return found
+
+
+@pytest.mark.parametrize("provider", ["cohere", "jina", "tei"])
+async def test_the_reranker_orders_the_first_stages_candidates(
+    settings: Settings, sessions: SessionMaker, embedder: WordHashEmbedder, provider: str
+) -> None:
+    with fake_reranker(provider, favourite="zebra") as fake:
+        async with served(settings, sessions, embedder, fake) as tenant:
+            found = await post(tenant, "/api/rag/search", query="harbour ships", max_results=2,
+                               threshold=0.1)  # fmt: skip
+            chunks = found["chunks"]
+            assert isinstance(chunks, list)
+            assert chunks[0]["title"] == "Harbour zebra"
+            assert chunks[0]["rerank_score"] > chunks[1]["rerank_score"]
+            assert found["reranked"] is True
+            assert found["rerank_note"] is None
+            timings = found["timings"]
+            assert isinstance(timings, dict)
+            assert timings["rerank_ms"] >= 0
+            _path, headers, body = fake.requests[-1]
+            assert body["query"] == "harbour ships"
+            if provider == "tei":
+                assert len(body["texts"]) == 4  # every candidate, not only max_results
+            else:
+                assert (body["model"], len(body["documents"]), body["top_n"]) == (
+                    "rerank-test",
+                    4,
+                    4,
+                )
+                assert headers["authorization"] == "Bearer rerank-key"
+
+            plain = await post(tenant, "/api/rag/search", query="harbour ships", max_results=2,
+                               threshold=0.1, rerank=False)  # fmt: skip
+            assert plain["reranked"] is False
+            plain_chunks = plain["chunks"]
+            assert isinstance(plain_chunks, list)
+            assert plain_chunks[0]["title"] != "Harbour zebra"  # the reranker's doing
+            assert len(fake.requests) == 1  # not asked
+            context = await post(tenant, "/api/rag/context", query="harbour ships",
+                                 max_results=1, threshold=0.1)  # fmt: skip
+            assert "zebra" in str(context["context"])
+            tool = await structured(tenant.http, tenant, "search", query="harbour ships",
+                                    max_results=1)  # fmt: skip
+            assert tool["results"][0]["title"] == "Harbour zebra"  # the same through MCP
+
+
+@pytest.mark.parametrize(
+    ("statuses", "delay", "why"),
+    [([500], 0.0, "the reranker failed (500)"), ([200], 2.0, "did not answer in time")],
+)
+async def test_a_failing_reranker_leaves_the_first_stages_order(
+    settings: Settings,
+    sessions: SessionMaker,
+    embedder: WordHashEmbedder,
+    statuses: list[int],
+    delay: float,
+    why: str,
+) -> None:
+    with fake_reranker("cohere", favourite="zebra") as fake:
+        async with served(settings, sessions, embedder, fake, wait_seconds=0.5) as tenant:
+            first = await post(tenant, "/api/rag/search", query="harbour ships", max_results=2,
+                               threshold=0.1, rerank=False)  # fmt: skip
+            fake.statuses, fake.delay_seconds = statuses, delay
+            found = await post(tenant, "/api/rag/search", query="harbour ships", max_results=2,
+                               threshold=0.1)  # fmt: skip
+            assert found["chunks"] == first["chunks"]
+            assert found["reranked"] is False
+            assert why in str(found["rerank_note"])
+
+
+async def test_a_refusal_shows_in_readiness_until_the_reranker_answers_again(
+    settings: Settings, sessions: SessionMaker, embedder: WordHashEmbedder
+) -> None:
+    with fake_reranker("jina", favourite="zebra") as fake:
+        async with served(settings, sessions, embedder, fake) as tenant:
+            fake.statuses = [401]
+            found = await post(tenant, "/api/rag/search", query="harbour", threshold=0.1)
+            assert "refused the request (401)" in str(found["rerank_note"])
+            ready = await tenant.http.get("/readyz")
+            assert ready.status_code == 503
+            assert ready.json()["checks"]["reranker"]["ok"] is False
+            fake.statuses = [200]
+            found = await post(tenant, "/api/rag/search", query="harbour", threshold=0.1)
+            assert found["reranked"] is True
+            assert (await tenant.http.get("/readyz")).status_code == 200
+
+
+async def test_rerank_without_a_reranker_is_a_422(
+    settings: Settings, sessions: SessionMaker, embedder: WordHashEmbedder
+) -> None:
+    async with served(settings, sessions, embedder, None) as tenant:
+        reply = await tenant.http.post(
+            "/api/rag/search", json={"query": "harbour", "rerank": True}, headers=tenant.headers
+        )
+        assert reply.status_code == 422
+        assert reply.json()["errors"][0]["field"] == "rerank"
+        found = await post(tenant, "/api/rag/search", query="harbour", threshold=0.1)
+        assert found["reranked"] is False
+        assert found["rerank_note"] is None
