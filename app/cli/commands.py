@@ -64,14 +64,16 @@ def serve(
     host: Annotated[str, typer.Option(help="Interface to bind.")] = "127.0.0.1",
     port: Annotated[int, typer.Option(help="Port to listen on.")] = 8000,
     workers: Annotated[
-        int,
+        int | None,
         typer.Option(
             min=1,
             max=64,
             help="Worker processes on one socket (one database, started once; the rate limit "
-            "shared through Redis, or split between them without it).",
+            "shared through Redis, or split between them without it). Default: one per core "
+            "when RAG_REDIS_URL is set, else 1.",
+            show_default=False,
         ),
-    ] = 1,
+    ] = None,
     verbose: Annotated[
         bool, typer.Option("--verbose", "-v", help="Show the libraries' start-up detail.")
     ] = False,
@@ -79,7 +81,7 @@ def serve(
     """Run the API (the embedded database when RAG_DATABASE_URL is not set)."""
     from app.cli import logs
     from app.cli.database import database_settings, refuse_unready_cluster
-    from app.cli.server import run_server, stop_on_sigterm
+    from app.cli.server import default_workers, run_server, stop_on_sigterm
     from app.cli.settings import load_settings
     from app.settings import with_dev_jwt_secret
 
@@ -88,7 +90,8 @@ def serve(
     log_config = logs.configure(verbose=verbose, log_format=base.log_format)
     refuse_unready_cluster(base)
     with database_settings(with_dev_jwt_secret(base)) as settings:
-        run_server(settings, host=host, port=port, workers=workers, log_config=log_config)
+        count = workers or default_workers(settings)
+        run_server(settings, host=host, port=port, workers=count, log_config=log_config)
 
 
 @app.command()

@@ -8,7 +8,7 @@ import socket
 import subprocess
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any
 
@@ -61,24 +61,40 @@ def free_port() -> int:
 
 @contextmanager
 def serve(db: BenchDatabase, *, redis_url: str | None) -> Iterator[str]:
-    """`rag serve` in a subprocess, as the runtime role, with the local model."""
+    """`rag serve` in a subprocess, as the runtime role, with the local model: its URL."""
+    with serve_process(db, redis_url=redis_url) as (url, _process):
+        yield url
+
+
+@contextmanager
+def serve_process(
+    db: BenchDatabase,
+    *,
+    redis_url: str | None,
+    workers: int = 1,
+    env: Mapping[str, str] | None = None,
+) -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
+    """`rag serve --workers N` as above, `env` added to its environment: its URL and process
+    (the workers are the process's children)."""
     port = free_port()
     settings = db.settings
-    env = {
+    environment = {
         **os.environ,
         "RAG_DATABASE_URL": db.app_url,
         "RAG_JWT_SECRET": settings.jwt_secret.get_secret_value() if settings.jwt_secret else "",
         "RAG_EMBEDDING_PROVIDER": "local",
         "RAG_RATE_LIMIT_TIERS": json.dumps(settings.rate_limit_tiers),
         "HF_HUB_OFFLINE": "1",
+        **(env or {}),
     }
-    env.pop("RAG_REDIS_URL", None)
+    environment.pop("RAG_REDIS_URL", None)
     if redis_url:
-        env["RAG_REDIS_URL"] = redis_url
+        environment["RAG_REDIS_URL"] = redis_url
     logfile = tempfile.NamedTemporaryFile(prefix="rag-serve-", suffix=".log", delete=False)  # noqa: SIM115
+    command = [str(ROOT / ".venv/bin/rag"), "serve", "--host", "127.0.0.1", "--port", str(port)]
     process = subprocess.Popen(
-        [str(ROOT / ".venv/bin/rag"), "serve", "--host", "127.0.0.1", "--port", str(port)],
-        env=env,
+        [*command, "--workers", str(workers)],
+        env=environment,
         cwd=ROOT,
         stdout=logfile,
         stderr=subprocess.STDOUT,
@@ -97,7 +113,7 @@ def serve(db: BenchDatabase, *, redis_url: str | None) -> Iterator[str]:
             if time.monotonic() > deadline:
                 raise RuntimeError(f"rag serve not ready after 180 s; see {logfile.name}")
             time.sleep(0.5)
-        yield url
+        yield url, process
     finally:
         process.terminate()
         try:

@@ -1,0 +1,286 @@
+"""Searches per second at saturation, and where the CPU goes.
+
+    python -m bench.saturation [--chunks 100000] [--seconds 10] [--clients 1,4,16,64]
+        [--workers 1,2] [--series vector-new,vector-cached,keyword,hybrid-new,hybrid-cached]
+        [--peers chroma] [--profile 15]
+
+`rag serve --workers N` on `chunks` synthetic chunks (the 50%/10%/1%/0.1% tenant layout of
+bench/kit/synthetic.py; the searched tenant holds half of them, on the enterprise tier, its
+limit far above the offered load), one Redis for the rate limit, and wrk's closed-loop
+clients for `seconds` at each concurrency. "new" series send a text no worker has seen (its
+query embedding computed by the local model), "cached" ones cycle through 100 warmed texts,
+keyword never embeds. Each run reports searches/s, P50/P95/P99, errors and the CPU time per
+search of the service's processes, of PostgreSQL's, of Redis and of wrk; `utilisation` is
+searches/s x CPU s per search / cores. In the same run, measured alone: the local model's
+CPU per query embedding, and the CPU per search of the retrieval code and of PostgreSQL
+when the service's search runs in this process, one at a time. `--peers chroma` adds
+Chroma's HTTP server (`chroma run`) on the same vectors, query vectors given, the tenant as a
+metadata filter. `--profile S` samples one worker for S seconds at 16 clients of vector-new
+(py-spy) and sums its stacks by part of the hot path. Results: JSON in bench/results/, a
+chart with --chart.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import sys
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+import redis
+
+from bench.kit.database import BenchDatabase, bench_database, search_tokens
+from bench.kit.report import log, print_table, write_json
+from bench.kit.server import serve_process
+from bench.kit.synthetic import Synthetic, load_size
+from bench.saturation import alone, profile
+from bench.saturation.cpu import Meter, ProcessTree, ReapedChildren, RedisServer, postmaster_pid
+from bench.saturation.report import chart, run_table
+from bench.saturation.texts import TextSupply, distinct_texts
+from bench.saturation.wrk import RunResult, Target, run
+
+SERIES = ("vector-new", "vector-cached", "keyword", "hybrid-new", "hybrid-cached")
+CACHED_TEXTS = 50  # half the service's query cache (RAG_QUERY_CACHE_SIZE, 100)
+HEADROOM = 1.6  # new texts per cell: the last rate of the series x seconds x this
+FIRST_RATE = 150.0  # searches/s assumed before a series has a rate
+
+
+@dataclass(frozen=True, slots=True)
+class Plan:
+    chunks: int
+    seconds: float
+    clients: list[int]
+    workers: list[int]
+    series: list[str]
+    peers: list[str]
+    profile_seconds: float
+    redis_url: str
+    chart: Path | None
+    server_env: dict[str, str]
+
+
+def body(text: str, series: str) -> str:
+    mode = series.split("-")[0]
+    return json.dumps({"query": text, "mode": mode, "max_results": 10})
+
+
+async def main(plan: Plan) -> None:
+    texts = TextSupply(distinct_texts())
+    cached = texts.take(CACHED_TEXTS)
+    async with bench_database(pool_size=4) as db:
+        local, loaded, tenant = await _load(db, plan.chunks)
+        results: dict[str, Any] = {
+            "plan": {k: str(v) for k, v in asdict(plan).items()},
+            "chunks": plan.chunks,
+            "tenant_chunks": tenant.stop - tenant.start,
+            "cores": os.cpu_count(),
+        }
+        results["alone"] = await alone.measure(db, local, tenant.tenant_id, texts.take(300))
+        _print_alone(results["alone"])
+        token = search_tokens(db.settings, [tenant.tenant_id], ttl_seconds=6 * 3600)[
+            tenant.tenant_id
+        ]
+        runs: list[dict[str, Any]] = []
+        for workers in plan.workers:
+            runs += _service_runs(db, plan, workers, token, texts, cached)
+        for peer in plan.peers:
+            runs += _peer_runs(peer, plan, local, loaded, tenant, cached + texts.take(2000))
+        results["runs"] = runs
+        run_table(runs, os.cpu_count() or 1)
+        path = write_json("saturation", results)
+        log(f"results in {path}")
+        if plan.chart is not None:
+            chart(runs, plan.chart)
+            log(f"chart in {plan.chart}")
+
+
+async def _load(db: BenchDatabase, chunks: int) -> tuple[Any, Any, Any]:
+    from bench.kit.corpus import corpus_vectors
+
+    local, _chunker, _embedder, corpus, base = await corpus_vectors(db.settings)
+    log(f"loading {chunks} chunks")
+    loaded = await load_size(db, chunks, corpus, base, spec=Synthetic(), model_id=local.model_id)
+    tenant = next(t for t in loaded.tenants if t.size_class == "50%")
+    conn = await __import__("asyncpg").connect(db.superuser_url)
+    try:
+        await conn.execute("UPDATE tenants SET tier = 'enterprise' WHERE id = $1", tenant.tenant_id)
+    finally:
+        await conn.close()
+    return local, loaded, tenant
+
+
+def _service_runs(
+    db: BenchDatabase,
+    plan: Plan,
+    workers: int,
+    token: str,
+    texts: TextSupply,
+    cached: list[str],
+) -> list[dict[str, Any]]:
+    redis.Redis.from_url(plan.redis_url).flushdb()
+    assert db.server is not None, "the CPU of PostgreSQL is read from the embedded server"
+    log(f"rag serve --workers {workers}")
+    rows: list[dict[str, Any]] = []
+    with serve_process(db, redis_url=plan.redis_url, workers=workers, env=plan.server_env) as (
+        url,
+        process,
+    ):
+        _wait_for_workers(process.pid, workers)
+        meter = Meter(
+            {
+                "service": ProcessTree(process.pid),
+                "postgres": ProcessTree(postmaster_pid(db.server.pgdata)),
+                "redis": RedisServer(plan.redis_url),
+                "wrk": ReapedChildren(),
+            }
+        )
+        target = Target(url, "/api/rag/search", token)
+        _warm(target, cached, meter)
+        for series in plan.series:
+            rate = FIRST_RATE
+            if series.endswith("-cached"):
+                _warm(target, cached, meter)
+            for clients in plan.clients:
+                if series.endswith("-new"):
+                    bodies = [
+                        body(t, series) for t in texts.take(int(rate * plan.seconds * HEADROOM))
+                    ]
+                else:
+                    bodies = [body(t, series) for t in cached]
+                result = run(target, bodies, clients=clients, seconds=plan.seconds, meter=meter)
+                rate = max(rate, result.per_second)
+                rows.append(_row(f"service, {workers} worker{'s' * (workers > 1)}", series, result))
+                _print_run(rows[-1])
+        if plan.profile_seconds and workers == max(plan.workers):
+            for series in ("vector-new", "vector-cached"):
+                if series.endswith("-new"):
+                    texts_of = texts.take(int(400 * plan.profile_seconds))
+                else:
+                    texts_of = cached
+                    _warm(target, cached, meter)
+                shares = profile.sample(
+                    process.pid,
+                    target,
+                    [body(t, series) for t in texts_of],
+                    clients=16,
+                    seconds=plan.profile_seconds,
+                )
+                rows.append({"engine": "profile", "series": series, "parts": shares})
+                print_table(
+                    f"Where a worker's CPU goes ({series}, 16 clients)",
+                    ["part", "share"],
+                    [(part, f"{share:.1%}") for part, share in shares.items()],
+                )
+    return rows
+
+
+def _warm(target: Target, cached: list[str], meter: Meter) -> None:
+    """The cached texts in every worker's query cache (new texts since may have pushed them
+    out), and the connections of 16 clients open."""
+    run(target, [body(t, "vector") for t in cached], clients=16, seconds=3, meter=meter)
+
+
+def _wait_for_workers(pid: int, workers: int, seconds: float = 120) -> None:
+    """Until `workers` worker processes are up and idle (each loads the model on its own)."""
+    import psutil
+
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        parent = psutil.Process(pid)
+        children = [c for c in parent.children() if "resource_tracker" not in " ".join(c.cmdline())]
+        if workers == 1 or len(children) >= workers:
+            busy = sum(c.cpu_percent(interval=0.5) for c in children) if children else 0
+            if busy < 10:
+                return
+        time.sleep(0.5)
+    raise RuntimeError(f"{workers} workers not idle after {seconds:.0f} s")
+
+
+def _peer_runs(
+    peer: str, plan: Plan, local: Any, loaded: Any, tenant: Any, query_texts: list[str]
+) -> list[dict[str, Any]]:
+    from bench.saturation.chroma import ChromaServer
+
+    if peer != "chroma":
+        raise SystemExit(f"unknown peer {peer!r}: chroma")
+    vectors = local.encode_blocking(query_texts)
+    rows: list[dict[str, Any]] = []
+    with ChromaServer() as chroma:
+        log(f"loading {loaded.size} vectors into Chroma's server")
+        chroma.load(loaded)
+        meter = Meter({"chroma": ProcessTree(chroma.pid), "wrk": ReapedChildren()})
+        target = Target(chroma.base_url, chroma.query_path)
+        bodies = [chroma.query_body(v, tenant.tenant_id) for v in vectors]
+        run(target, bodies, clients=16, seconds=3, meter=meter)
+        for clients in plan.clients:
+            result = run(target, bodies, clients=clients, seconds=plan.seconds, meter=meter)
+            rows.append(_row("Chroma server", "vector-given", result))
+            _print_run(rows[-1])
+    return rows
+
+
+def _row(engine: str, series: str, result: RunResult) -> dict[str, Any]:
+    return {"engine": engine, "series": series, **result.as_dict()}
+
+
+def _print_run(row: dict[str, Any]) -> None:
+    cpu = row["cpu_ms_per_request"]
+    parts = ", ".join(f"{k} {v:.2f}" for k, v in cpu.items())
+    log(
+        f"  {row['engine']:<22} {row['series']:<14} c={row['clients']:<3} "
+        f"{row['per_second']:7.1f}/s  p50 {row['p50_ms']:.1f}  p99 {row['p99_ms']:.1f} ms  "
+        f"errors {row['errors']}  cpu ms/req: {parts}"
+    )
+
+
+def _print_alone(measured: dict[str, Any]) -> None:
+    print_table(
+        "Measured alone, one at a time (CPU ms per query)",
+        ["part", "CPU ms", "wall P50 ms"],
+        [(name, v["cpu_ms"], v["wall_p50_ms"]) for name, v in measured.items()],
+    )
+
+
+def parse(argv: list[str]) -> Plan:
+    parser = argparse.ArgumentParser(prog="python -m bench.saturation", description=__doc__)
+    parser.add_argument("--chunks", type=int, default=100_000)
+    parser.add_argument("--seconds", type=float, default=10)
+    parser.add_argument("--clients", default="1,4,16,64")
+    parser.add_argument("--workers", default="1,2")
+    parser.add_argument("--series", default=",".join(SERIES))
+    parser.add_argument("--peers", default="chroma", help="comma-separated; '' for none")
+    parser.add_argument("--profile", type=float, default=0, metavar="SECONDS")
+    parser.add_argument("--redis-url", default="redis://127.0.0.1:6379/13")
+    parser.add_argument("--chart", type=Path, default=None)
+    parser.add_argument(
+        "--server-env",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="a setting for `rag serve`, e.g. RAG_EMBEDDING_THREADS=2 (repeatable)",
+    )
+    args = parser.parse_args(argv)
+    series = [s for s in args.series.split(",") if s]
+    if unknown := set(series) - set(SERIES):
+        parser.error(f"unknown series {sorted(unknown)}; known: {', '.join(SERIES)}")
+    return Plan(
+        chunks=args.chunks,
+        seconds=args.seconds,
+        clients=[int(c) for c in args.clients.split(",")],
+        workers=[int(w) for w in args.workers.split(",")],
+        series=series,
+        peers=[p for p in args.peers.split(",") if p],
+        profile_seconds=args.profile,
+        redis_url=args.redis_url,
+        chart=args.chart,
+        server_env=dict(item.split("=", 1) for item in args.server_env),
+    )
+
+
+if __name__ == "__main__":
+    asyncio.run(main(parse(sys.argv[1:])))

@@ -1,0 +1,58 @@
+"""The parts of a search measured alone, one at a time, in this process: the local model's
+query embedding, and the service's search code with the vector given (its Python here, its
+SQL in PostgreSQL's processes)."""
+
+from __future__ import annotations
+
+import statistics
+import time
+from typing import Any
+
+from app.embeddings.local import LocalEmbedder
+from app.inputs.vocabulary import SearchMode
+from app.retrieval import search, search_request
+from bench.kit.database import BenchDatabase
+from bench.kit.stubs import StubEmbedder
+from bench.saturation.cpu import ProcessTree, postmaster_pid
+
+
+async def measure(
+    db: BenchDatabase, local: LocalEmbedder, tenant_id: str, texts: list[str]
+) -> dict[str, Any]:
+    """CPU ms per query (all of this process's threads) and the wall-clock median, of each
+    part: `embedding` (one text per call, as a search embeds), then per mode `python <mode>`
+    (the search code around the SQL, this process) and `sql <mode>` (PostgreSQL's processes)."""
+    measured: dict[str, Any] = {}
+    vectors: dict[str, list[float]] = {}
+    local.encode_blocking(texts[:5])  # the first calls allocate
+    walls, began = [], time.process_time()
+    for text in texts:
+        start = time.perf_counter()
+        [vectors[text]] = local.encode_blocking([local.query_prefix + text])
+        walls.append(time.perf_counter() - start)
+    measured["embedding"] = _part(time.process_time() - began, walls, len(texts))
+    assert db.server is not None
+    postgres = ProcessTree(postmaster_pid(db.server.pgdata))
+    stub = StubEmbedder(local.model_id, local.dimensions, vectors)
+    for mode in (SearchMode.VECTOR, SearchMode.KEYWORD, SearchMode.HYBRID):
+        requests = [
+            search_request(db.settings, local.model_id, query=t, mode=mode, top_k=10) for t in texts
+        ]
+        for request in requests[:10]:  # plans cached, pool filled
+            await search(db.sessions, stub, tenant_id=tenant_id, request=request)
+        walls, began, pg_began = [], time.process_time(), postgres.seconds()
+        for request in requests:
+            start = time.perf_counter()
+            await search(db.sessions, stub, tenant_id=tenant_id, request=request)
+            walls.append(time.perf_counter() - start)
+        python_s, sql_s = time.process_time() - began, postgres.seconds() - pg_began
+        measured[f"python {mode.value}"] = _part(python_s, walls, len(requests))
+        measured[f"sql {mode.value}"] = _part(sql_s, walls, len(requests))
+    return measured
+
+
+def _part(cpu_s: float, walls: list[float], count: int) -> dict[str, float]:
+    return {
+        "cpu_ms": round(1000 * cpu_s / count, 3),
+        "wall_p50_ms": round(1000 * statistics.median(walls), 3),
+    }

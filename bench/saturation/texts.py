@@ -1,0 +1,63 @@
+"""Query texts for the load: NFCorpus and MEDLINE queries first, then document titles, then
+runs of 12 words from the abstracts: tens of thousands of distinct texts, so that a run of
+"new texts" never asks the service the same thing twice."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+from bench.kit.paths import DATA
+
+SOURCES = ("nfcorpus", "medline")
+WINDOW = 12  # words of an abstract per text
+
+
+def _records(path: Path) -> Iterator[dict[str, str]]:
+    with path.open() as lines:
+        for line in lines:
+            yield json.loads(line)
+
+
+def _candidates(data: Path) -> Iterator[str]:
+    for source in SOURCES:
+        for record in _records(data / source / "queries.jsonl"):
+            yield record["text"]
+    for source in SOURCES:
+        for record in _records(data / source / "corpus.jsonl"):
+            if record.get("title"):
+                yield record["title"]
+    for source in SOURCES:
+        for record in _records(data / source / "corpus.jsonl"):
+            words = record["text"].split()
+            for start in range(0, len(words) - WINDOW + 1, WINDOW):
+                yield " ".join(words[start : start + WINDOW])
+
+
+def distinct_texts(data: Path = DATA) -> list[str]:
+    """Every usable text once, in the order above."""
+    seen: dict[str, None] = {}
+    for text in _candidates(data):
+        cleaned = " ".join(text.split())
+        if 4 <= len(cleaned.split()) <= 30:
+            seen.setdefault(cleaned, None)
+    return list(seen)
+
+
+class TextSupply:
+    """Hands out distinct texts, never the same one twice; `take` raises when they run out."""
+
+    def __init__(self, texts: list[str]) -> None:
+        self.texts = texts
+        self.used = 0
+
+    def take(self, count: int) -> list[str]:
+        if self.used + count > len(self.texts):
+            raise RuntimeError(
+                f"only {len(self.texts) - self.used} new texts left, {count} asked: "
+                "shorten --seconds or use fewer cells"
+            )
+        taken = self.texts[self.used : self.used + count]
+        self.used += count
+        return taken
