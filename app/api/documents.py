@@ -84,8 +84,9 @@ async def create_documents(
     caller: IngestCaller,
     resources: ResourcesDep,
 ) -> BatchOut:
-    """Ingest several documents together (one embedding call, one write transaction); each
-    document is still all-or-nothing, and failures are reported per item."""
+    """Ingest several documents through the ingestion pipeline (slices parsed, embedded and
+    written at the same time); each document is still all-or-nothing, and failures are
+    reported per item."""
     limit = resources.settings.batch_max_documents
     if len(body.documents) > limit:
         raise PayloadTooLarge(f"a batch holds at most {limit} documents (RAG_BATCH_MAX_DOCUMENTS)")

@@ -1,6 +1,10 @@
-"""`rag ingest PATH… --tenant T` in this process: a progress bar, batches of files."""
+"""`rag ingest PATH… --tenant T` in this process: a progress bar, files read one after the
+other straight into the ingestion pipeline (app/ingest/pipeline.py)."""
 
 from __future__ import annotations
+
+from collections import deque
+from collections.abc import AsyncIterator
 
 import anyio
 from rich.console import Console
@@ -10,12 +14,10 @@ from app.cli.files import SourceFile
 from app.cli.services import Services
 from app.cli.views import Summary
 from app.errors import AppError, PayloadTooLarge, Unprocessable
-from app.ingest.documents import ingest_documents
+from app.ingest.documents import ingest_stream
 from app.ingest.inputs import DocumentInput
 from app.ingest.parsing import sniff_source_type
-
-BATCH_FILES = 32  # files per call to the service
-BATCH_BYTES = 32 * 2**20  # or fewer, when they are this large together
+from app.ingest.steps import Outcome
 
 
 async def ingest_files(
@@ -27,8 +29,8 @@ async def ingest_files(
     access: tuple[str, ...] = (),
     console: Console,
 ) -> Summary:
-    """Files go to the service in batches (one embedding call and one write transaction per
-    batch; each file still all-or-nothing)."""
+    """Files are read while the ones before them are parsed, embedded and written (each file
+    still all-or-nothing); a file that cannot be read fails alone."""
     summary = Summary(files=len(files))
     columns = (
         TextColumn("{task.description}"),
@@ -36,35 +38,41 @@ async def ingest_files(
         MofNCompleteColumn(),
         TimeRemainingColumn(),
     )
-    batch: list[tuple[SourceFile, DocumentInput]] = []
+    sent: deque[SourceFile] = deque()  # files in the pipeline: outcomes come in this order
     with Progress(*columns, console=console, transient=True) as progress:
         task = progress.add_task("ingesting", total=len(files))
 
-        async def flush() -> None:
-            await _ingest_batch(services, batch, tenant_id=tenant_id, summary=summary)
-            progress.advance(task, len(batch))
-            batch.clear()
+        async def documents() -> AsyncIterator[DocumentInput]:
+            for file in files:
+                try:
+                    document = await _read(services, file, collection=collection, access=access)
+                except AppError as error:
+                    summary.failed[file.external_id] = error.detail
+                    progress.advance(task)
+                    continue
+                except OSError as error:
+                    summary.failed[file.external_id] = error.strerror or str(error)
+                    progress.advance(task)
+                    continue
+                sent.append(file)
+                yield document
 
-        for file in files:
+        async def record(_index: int, outcome: Outcome) -> None:
+            file = sent.popleft()
             progress.update(task, description=file.external_id[-40:])
-            try:
-                document = await _read(services, file, collection=collection, access=access)
-                batch.append((file, document))
-            except AppError as error:
-                summary.failed[file.external_id] = error.detail
-                progress.advance(task)
-            except OSError as error:
-                summary.failed[file.external_id] = error.strerror or str(error)
-                progress.advance(task)
-            if len(batch) >= BATCH_FILES or _size(batch) >= BATCH_BYTES:
-                await flush()
-        if batch:
-            await flush()
+            _add(summary, file, outcome)
+            progress.advance(task)
+
+        await ingest_stream(
+            services.sessions,
+            services.embedder,
+            chunker=services.chunker,
+            tenant_id=tenant_id,
+            documents=documents(),
+            deliver=record,
+            parser=services.parser,
+        )
     return summary
-
-
-def _size(batch: list[tuple[SourceFile, DocumentInput]]) -> int:
-    return sum(len(document.content) for _, document in batch)
 
 
 async def _read(
@@ -87,25 +95,10 @@ async def _read(
     )
 
 
-async def _ingest_batch(
-    services: Services,
-    batch: list[tuple[SourceFile, DocumentInput]],
-    *,
-    tenant_id: str,
-    summary: Summary,
-) -> None:
-    outcomes = await ingest_documents(
-        services.sessions,
-        services.embedder,
-        chunker=services.chunker,
-        tenant_id=tenant_id,
-        documents=[document for _, document in batch],
-        parser=services.parser,
-    )
-    for (file, _), outcome in zip(batch, outcomes, strict=True):
-        if isinstance(outcome, AppError):
-            summary.failed[file.external_id] = outcome.detail
-        else:
-            summary.chunks += outcome.chunks
-            summary.embedded += outcome.embedded
-            summary.unchanged += outcome.unchanged
+def _add(summary: Summary, file: SourceFile, outcome: Outcome) -> None:
+    if isinstance(outcome, AppError):
+        summary.failed[file.external_id] = outcome.detail
+    else:
+        summary.chunks += outcome.chunks
+        summary.embedded += outcome.embedded
+        summary.unchanged += outcome.unchanged

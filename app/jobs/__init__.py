@@ -1,5 +1,5 @@
 """Ingestion jobs: inputs stored as tenant rows, run in turns by queue workers (procrastinate),
-each turn calling `ingest_documents` (docs/JOBS.md)."""
+each turn a run of the ingestion pipeline (docs/JOBS.md)."""
 
 from app.jobs.store import (
     JobInput,

@@ -108,7 +108,7 @@ DB_POOL_TIMEOUTS = Counter(
     "rag_db_pool_timeouts", "Checkouts that gave up waiting for a connection (pool_timeout)."
 )
 
-# ingestion (app/ingest/documents.py) and dedupe (app/retrieval/dedupe.py)
+# ingestion (app/ingest/steps.py) and dedupe (app/retrieval/dedupe.py)
 INGESTED_DOCUMENTS = Counter(
     "rag_ingest_documents",
     "Documents through ingestion, by outcome: written (new or changed), unchanged, failed.",

@@ -1,0 +1,75 @@
+"""An OpenAI-compatible embeddings server on loopback, in its own process: POST /v1/embeddings
+answers each input with a deterministic unit vector (seeded by the text's hash), so the
+service's HTTP embedder can be measured without a model. `python -m bench.kit.fake_openai
+PORT DIMENSIONS` runs it; `fake_openai(dimensions)` starts one and yields its base URL."""
+
+from __future__ import annotations
+
+import hashlib
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+import httpx
+import numpy as np
+import uvicorn
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Route
+
+from bench.kit.paths import ROOT
+from bench.kit.server import free_port
+
+
+def fake_vector(text: str, dimensions: int) -> list[float]:
+    seed = int.from_bytes(hashlib.sha256(text.encode()).digest()[:8], "big")
+    vector = np.random.default_rng(seed).standard_normal(dimensions)
+    rows: list[float] = (vector / np.linalg.norm(vector)).astype(np.float32).tolist()
+    return rows
+
+
+def app(dimensions: int) -> Starlette:
+    async def embeddings(request: Request) -> Response:
+        body = await request.json()
+        inputs = body["input"]
+        data = [
+            {"object": "embedding", "index": i, "embedding": fake_vector(text, dimensions)}
+            for i, text in enumerate(inputs)
+        ]
+        usage = {"prompt_tokens": len(inputs), "total_tokens": len(inputs)}
+        reply = {"object": "list", "data": data, "model": body["model"], "usage": usage}
+        return JSONResponse(reply)
+
+    return Starlette(routes=[Route("/v1/embeddings", embeddings, methods=["POST"])])
+
+
+@contextmanager
+def fake_openai(dimensions: int) -> Iterator[str]:
+    port = free_port()
+    command = [sys.executable, "-m", "bench.kit.fake_openai", str(port), str(dimensions)]
+    process = subprocess.Popen(command, cwd=ROOT)
+    url = f"http://127.0.0.1:{port}/v1"
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                body = {"input": ["ping"], "model": "ping"}
+                if httpx.post(f"{url}/embeddings", json=body, timeout=2).status_code == 200:
+                    break
+            except httpx.TransportError:
+                pass
+            if process.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError("the fake embeddings server did not start")
+            time.sleep(0.1)
+        yield url
+    finally:
+        process.terminate()
+        process.wait(10)
+
+
+if __name__ == "__main__":
+    port, dimensions = int(sys.argv[1]), int(sys.argv[2])
+    uvicorn.run(app(dimensions), host="127.0.0.1", port=port, log_level="warning")
