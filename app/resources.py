@@ -14,6 +14,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 
 from app.auth import TokenVerifier
 from app.citations import ApproxTokenCounter, TokenCounter, load_token_counter
+from app.db.counters import flushing
 from app.db.engine import create_engine, create_sessionmaker, vector_column_dimensions
 from app.db.replicas import ReadConsistency, ReplicaSet, watched_replicas
 from app.db.scoped import settled
@@ -26,12 +27,11 @@ from app.ingest.parsing import ParseLimits, Parser
 from app.ingest.parsing.sandbox import FileSandbox
 from app.permissions import EVERY_DOCUMENT, Readers
 from app.ratelimit import RateLimiter, build_rate_limiter
-from app.retrieval.access import AccessCounter, flushing
 from app.retrieval.rerank import Reranker
+from app.retrieval.returns import ReturnCounter
 from app.settings import Settings
 from app.tenants import TenantDirectory
 from app.usage import UsageRecorder
-from app.usage import flushing as flushing_usage
 
 _log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -51,7 +51,7 @@ class Resources:
     parser: Parser
     token_counter: TokenCounter
     redis: Redis | None
-    access: AccessCounter
+    returns: ReturnCounter  # how often each document was returned (documents.access_count)
     usage: UsageRecorder
     replicas: ReplicaSet
     reranker: Reranker | None = None  # the second stage, when RAG_RERANK_PROVIDER names one
@@ -106,12 +106,10 @@ async def open_resources(
         with sandboxed_parser(settings) as parser:
             # The counters are the service's own bookkeeping: every document of the tenant.
             counted = reading_as(sessions, EVERY_DOCUMENT)
-            usage = UsageRecorder()
+            returns, usage = ReturnCounter(), UsageRecorder()
             async with (
-                flushing(
-                    AccessCounter(), counted, every_seconds=settings.access_flush_seconds
-                ) as access,
-                flushing_usage(usage, sessions, every_seconds=settings.usage_flush_seconds),
+                flushing(returns, counted, every_seconds=settings.access_flush_seconds),
+                flushing(usage, counted, every_seconds=settings.usage_flush_seconds),
                 watched_replicas(settings, engine) as replicas,
             ):
                 yield Resources(
@@ -126,7 +124,7 @@ async def open_resources(
                     parser=parser,
                     token_counter=build_token_counter(settings, embedder),
                     redis=redis,
-                    access=access,
+                    returns=returns,
                     usage=usage,
                     replicas=replicas,
                     reranker=reranker,

@@ -254,7 +254,7 @@ class DocumentOut(BaseModel):
             metadata=doc.metadata_,
             access=list(doc.access),
             chunks=doc.chunk_count,
-            access_count=doc.access_count,
+            access_count=doc.returned_count,
             created_at=doc.created_at,
             updated_at=doc.updated_at,
         )

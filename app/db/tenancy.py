@@ -192,8 +192,8 @@ LEDGERS = {"app.ledgers": "on"}
 @asynccontextmanager
 async def ledger_transaction(sessions: SessionMaker) -> AsyncIterator[AsyncSession]:
     """A registry transaction that may also read and write every tenant's audit entries and
-    usage counters: for the admin actions that record themselves, the audit log's readers and
-    the usage flush. Documents, chunks and the other tenant tables stay closed to it."""
+    usage counters: for the admin actions that record themselves and the audit log's readers.
+    Documents, chunks and the other tenant tables stay closed to it."""
     async with _transaction(sessions, {"settings": LEDGERS}) as session:
         yield session
 
