@@ -40,6 +40,11 @@ HEADER_TOKENS = 48  # room for the contextual header (title, section path) in th
 
 @dataclass(frozen=True, slots=True)
 class Resources:
+    """What requests share, for as long as the lifespan runs. Nothing of it is process-wide:
+    `sessions` carries the state its transactions share (app/db/state.py: the plan choices
+    remembered per tenant, the read-only transactions still committing), `returns` and `usage`
+    the counts still to be flushed (app/db/counters.py)."""
+
     settings: Settings
     engine: AsyncEngine
     sessions: SessionMaker
@@ -136,7 +141,7 @@ async def open_resources(
         await limiter.aclose()
         if redis is not None:
             await redis.aclose()
-        await settled()  # the read-only transactions still committing (scoped.py)
+        await settled(sessions)  # the read-only transactions still committing (scoped.py)
         await engine.dispose()
 
 

@@ -20,7 +20,7 @@ from fastapi import FastAPI
 from httpx import ASGITransport, AsyncClient
 from pydantic import SecretStr
 from sqlalchemy import text
-from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
+from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession
 
 from app.api.deps import get_resources
 from app.api.mcp import get_mcp_http
@@ -33,7 +33,7 @@ from app.db.embedded import (
     with_database,
     with_user,
 )
-from app.db.engine import create_engine
+from app.db.engine import create_engine, create_sessionmaker
 from app.db.migrate import migrate
 from app.db.tenancy import SessionMaker, registry_transaction
 from app.embeddings import Embedder
@@ -247,9 +247,7 @@ async def sessions(app_engine: AsyncEngine) -> AsyncIterator[SessionMaker]:
     """Sessions inside one outer transaction that rolls back after the test."""
     async with app_engine.connect() as conn:
         outer = await conn.begin()
-        yield async_sessionmaker(
-            bind=conn, expire_on_commit=False, join_transaction_mode="create_savepoint"
-        )
+        yield create_sessionmaker(conn, join_transaction_mode="create_savepoint")
         await outer.rollback()
 
 

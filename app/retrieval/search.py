@@ -25,6 +25,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.db.models import Chunk
 from app.db.scoped import scoped_connection
+from app.db.state import plans_of_sessions
 from app.db.tenancy import SessionMaker, tenant_transaction
 from app.embeddings import Embedder
 from app.observability.metrics import observe_search
@@ -112,9 +113,8 @@ async def _first_stage(
         # only a few chunks of the tenant gets them exactly (visibility.py). A caller not
         # counted yet in a tenant with access lists goes the session's way once, where the
         # count is made.
-        query = direct_query(
-            vector, tenant_id, embedder.model_id, request, exact=exact, kept=keeps_plan(tenant_id)
-        )
+        kept = keeps_plan(plans_of_sessions(sessions), tenant_id)
+        query = direct_query(vector, tenant_id, embedder.model_id, request, exact=exact, kept=kept)
         async with scoped_connection(
             sessions, tenant_id, settings=query.settings, read_only=True
         ) as connection:

@@ -162,7 +162,7 @@ async def test_index_settings_do_not_leak_to_the_next_transaction(
         await search(
             sessions, embedder, tenant_id=tenant_id, request=SearchRequest(query="q", ef_search=333)
         )
-        await settled()  # its read-only transaction commits after the answer (scoped.py)
+        await settled(sessions)  # its read-only transaction commits after the answer (scoped.py)
         async with registry_transaction(sessions) as session:
             ef = await session.scalar(text("select current_setting('hnsw.ef_search')"))
             scan = await session.scalar(text("select current_setting('hnsw.iterative_scan')"))
