@@ -182,7 +182,7 @@ def sandboxed_parser(settings: Settings) -> Iterator[Parser]:
 
 def build_chunker(settings: Settings, embedder: Embedder) -> Chunker:
     """Chunks sized in the model's own tokens, small enough for the model to read whole."""
-    max_input: int | None = getattr(getattr(embedder, "inner", embedder), "max_input_tokens", None)
+    max_input = embedder.max_input_tokens
     chunk_tokens = settings.chunk_tokens
     if max_input is not None and chunk_tokens > max_input - HEADER_TOKENS:
         chunk_tokens = max_input - HEADER_TOKENS
@@ -198,9 +198,7 @@ def build_chunker(settings: Settings, embedder: Embedder) -> Chunker:
 
 
 def _tokenizer_file(settings: Settings, embedder: Embedder) -> Path:
-    inner = getattr(embedder, "inner", embedder)
-    model_file: Path | None = getattr(inner, "tokenizer_file", None)
-    return settings.tokenizer_file or model_file or default_tokenizer_path()
+    return settings.tokenizer_file or embedder.tokenizer_file or default_tokenizer_path()
 
 
 def build_token_counter(settings: Settings, embedder: Embedder) -> TokenCounter:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Sequence
+from pathlib import Path
 
 import numpy as np
 import numpy.typing as npt
@@ -38,6 +39,8 @@ class FixedEmbedder:
     model_id = "test:fixed"
     dimensions = DIMENSIONS
     query_prefix = passage_prefix = ""
+    max_input_tokens: int | None = None
+    tokenizer_file: Path | None = None
 
     def __init__(self) -> None:
         self.next: list[float] = []
