@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -168,6 +169,11 @@ def test_ingest_and_search_a_folder(env: dict[str, str], tmp_path: Path) -> None
     found = rag("search", "lava eruption", "--tenant", "docs-co", "--max-results", "1", env=env)
     assert found.returncode == 0, found.stderr
     assert "Volcanoes" in found.stdout
+    ranking = ("--mode", "hybrid", "--fusion", "rrf", "--ef-search", "50", "--diversity", "0.2")
+    fused = rag("search", "lava eruption", "--tenant", "docs-co", *ranking, env=env)
+    assert fused.returncode == 0, fused.stderr
+    assert "Volcanoes" in fused.stdout
+    assert re.search(r"\b0\.0(328|164)\b", fused.stdout)  # reciprocal rank fusion: 2/61 or 1/61
     indexed = rag("index", "--min-chunks", "2", env=env)
     assert indexed.returncode == 0, indexed.stderr
     assert "docs-co" in indexed.stdout

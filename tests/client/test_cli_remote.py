@@ -75,6 +75,23 @@ def test_ingest_search_context_list_show_delete(
     assert "Volcanoes" in found.stdout
     assert "Bread" not in found.stdout
 
+    ranking = ("--mode", "hybrid", "--fusion", "rrf", "--ef-search", "50", "--diversity", "0.2")
+    with RagClient(live.url, token) as rag:
+        rrf = rag.search(
+            "lava eruption", mode="hybrid", fusion="rrf", ef_search=50, diversity=0.2, max_results=1
+        ).chunks[0]
+        weighted = rag.search(
+            "lava eruption", mode="hybrid", vector_weight=0.2, max_results=1
+        ).chunks[0]
+    assert rrf.score is not None
+    assert weighted.score is not None
+    fused = _light(run_rag("search", "lava eruption", *ranking, "--max-results", "1", env=by_env))
+    assert fused.returncode == 0, fused.stderr
+    assert f"{rrf.score:.4f}" in fused.stdout
+    shared = ("search", "lava eruption", "--mode", "hybrid", "--vector-weight", "0.2")
+    weighed = _light(run_rag(*shared, "--max-results", "1", env=by_env))
+    assert f"{weighted.score:.4f}" in weighed.stdout
+
     built = _light(run_rag("context", "lava eruption", "--max-results", "1", env=by_env))
     assert built.returncode == 0, built.stderr
     assert "lava" in built.stdout

@@ -33,6 +33,13 @@ class SearchMode(StrEnum):
     HYBRID = "hybrid"
 
 
+class FusionMethod(StrEnum):
+    """How hybrid mode fuses its two rankings."""
+
+    WEIGHTED = "weighted"
+    RRF = "rrf"  # reciprocal rank fusion
+
+
 class Shortfall(StrEnum):
     """Why a search returned fewer chunks than asked."""
 
@@ -92,6 +99,9 @@ class SearchQuery(Body):
     collections: list[str] | None = None
     filters: Filters | None = None
     ef_search: int | None = None
+    fusion: FusionMethod | None = None
+    vector_weight: float | None = None
+    diversity: float | None = None
     rerank: bool | None = None
 
 
