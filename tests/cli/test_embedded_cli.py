@@ -95,7 +95,7 @@ def _spawned_children(pid: int) -> int:
 def test_serve_with_two_workers_shares_one_database_and_the_limit(env: dict[str, str]) -> None:
     """`rag serve --workers 2`: two processes on one socket, one embedded database started
     once, one token secret; without Redis each admits half a tenant's limit, so together they
-    never admit more than the limit (issue 14 point 4)."""
+    never admit more than the limit."""
     assert rag("tenant", "create", "two-workers", env=env).returncode == 0
     token = rag("token", "--tenant", "two-workers", env=env).stdout.strip()
     port = free_port()

@@ -1,5 +1,6 @@
 """`rag --help`, `rag --version`, `rag token` import nothing heavy (no database layer, no
-model, no torch): they answer at once (figures: README, bench/cli_bench.py)."""
+model, no torch): they answer at once (figures: docs/REFERENCE.md, "Command line";
+bench/cli_bench.py)."""
 
 from __future__ import annotations
 

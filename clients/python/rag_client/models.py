@@ -258,7 +258,7 @@ class Document(Reply):
     metadata: dict[str, JsonValue]
     access: list[str] = []  # who may see it; empty: every member of the tenant
     chunks: int
-    access_count: int | None = None  # served once similar/dedupe is merged (issue 11)
+    access_count: int | None = None  # how often searches returned it (None: an older service)
     created_at: datetime
     updated_at: datetime
 
