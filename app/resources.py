@@ -14,6 +14,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 
 from app.auth import TokenVerifier
 from app.citations import ApproxTokenCounter, TokenCounter, load_token_counter
+from app.db.counters import flushing
 from app.db.engine import create_engine, create_sessionmaker, vector_column_dimensions
 from app.db.replicas import ReadConsistency, ReplicaSet, watched_replicas
 from app.db.scoped import settled
@@ -26,12 +27,11 @@ from app.ingest.parsing import ParseLimits, Parser
 from app.ingest.parsing.sandbox import FileSandbox
 from app.permissions import EVERY_DOCUMENT, Readers
 from app.ratelimit import RateLimiter, build_rate_limiter
-from app.retrieval.access import AccessCounter, flushing
 from app.retrieval.rerank import Reranker
+from app.retrieval.returns import ReturnCounter
 from app.settings import Settings
 from app.tenants import TenantDirectory
 from app.usage import UsageRecorder
-from app.usage import flushing as flushing_usage
 
 _log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -40,6 +40,11 @@ HEADER_TOKENS = 48  # room for the contextual header (title, section path) in th
 
 @dataclass(frozen=True, slots=True)
 class Resources:
+    """What requests share, for as long as the lifespan runs. Nothing of it is process-wide:
+    `sessions` carries the state its transactions share (app/db/state.py: the plan choices
+    remembered per tenant, the read-only transactions still committing), `returns` and `usage`
+    the counts still to be flushed (app/db/counters.py)."""
+
     settings: Settings
     engine: AsyncEngine
     sessions: SessionMaker
@@ -51,7 +56,7 @@ class Resources:
     parser: Parser
     token_counter: TokenCounter
     redis: Redis | None
-    access: AccessCounter
+    returns: ReturnCounter  # how often each document was returned (documents.access_count)
     usage: UsageRecorder
     replicas: ReplicaSet
     reranker: Reranker | None = None  # the second stage, when RAG_RERANK_PROVIDER names one
@@ -106,12 +111,10 @@ async def open_resources(
         with sandboxed_parser(settings) as parser:
             # The counters are the service's own bookkeeping: every document of the tenant.
             counted = reading_as(sessions, EVERY_DOCUMENT)
-            usage = UsageRecorder()
+            returns, usage = ReturnCounter(), UsageRecorder()
             async with (
-                flushing(
-                    AccessCounter(), counted, every_seconds=settings.access_flush_seconds
-                ) as access,
-                flushing_usage(usage, sessions, every_seconds=settings.usage_flush_seconds),
+                flushing(returns, counted, every_seconds=settings.access_flush_seconds),
+                flushing(usage, counted, every_seconds=settings.usage_flush_seconds),
                 watched_replicas(settings, engine) as replicas,
             ):
                 yield Resources(
@@ -126,7 +129,7 @@ async def open_resources(
                     parser=parser,
                     token_counter=build_token_counter(settings, embedder),
                     redis=redis,
-                    access=access,
+                    returns=returns,
                     usage=usage,
                     replicas=replicas,
                     reranker=reranker,
@@ -138,7 +141,7 @@ async def open_resources(
         await limiter.aclose()
         if redis is not None:
             await redis.aclose()
-        await settled()  # the read-only transactions still committing (scoped.py)
+        await settled(sessions)  # the read-only transactions still committing (scoped.py)
         await engine.dispose()
 
 
@@ -179,7 +182,7 @@ def sandboxed_parser(settings: Settings) -> Iterator[Parser]:
 
 def build_chunker(settings: Settings, embedder: Embedder) -> Chunker:
     """Chunks sized in the model's own tokens, small enough for the model to read whole."""
-    max_input: int | None = getattr(getattr(embedder, "inner", embedder), "max_input_tokens", None)
+    max_input = embedder.max_input_tokens
     chunk_tokens = settings.chunk_tokens
     if max_input is not None and chunk_tokens > max_input - HEADER_TOKENS:
         chunk_tokens = max_input - HEADER_TOKENS
@@ -195,9 +198,7 @@ def build_chunker(settings: Settings, embedder: Embedder) -> Chunker:
 
 
 def _tokenizer_file(settings: Settings, embedder: Embedder) -> Path:
-    inner = getattr(embedder, "inner", embedder)
-    model_file: Path | None = getattr(inner, "tokenizer_file", None)
-    return settings.tokenizer_file or model_file or default_tokenizer_path()
+    return settings.tokenizer_file or embedder.tokenizer_file or default_tokenizer_path()
 
 
 def build_token_counter(settings: Settings, embedder: Embedder) -> TokenCounter:

@@ -160,7 +160,7 @@ class Settings(BaseSettings):
     search_ef_search_default: int | None = Field(default=None, ge=1, le=1000)
     search_candidates: int = Field(default=40, ge=1, le=1000)
     search_rrf_k: int = Field(default=60, ge=1)
-    access_flush_seconds: float = Field(default=5.0, gt=0)  # access counts (keep_most_accessed)
+    access_flush_seconds: float = Field(default=5.0, gt=0)  # returned counts (retrieval/returns.py)
     # keyword ranking (Okapi BM25, app/retrieval/bm25.py) and hybrid fusion (fusion.py)
     search_bm25_k1: float = Field(default=1.2, ge=0.0, le=10.0)
     search_bm25_b: float = Field(default=0.4, ge=0.0, le=1.0)

@@ -1,19 +1,14 @@
 """Per-tenant traffic counters: searches, ingests and rate-limit rejections per 5-minute bucket.
 
-Counting must not slow the request it counts, so `UsageRecorder.record` only adds to a dict
-in this process; `flush` writes what accumulated to `tenant_usage` as one upsert per
-(tenant, bucket), and runs every `RAG_USAGE_FLUSH_SECONDS` from the lifespan, at shutdown, and
-before the admin API reads the counters. A flush that fails puts its counts back for the next.
-Several service instances each flush their own counts; the upsert adds them up.
+Counted in memory and flushed in the background like every count of the service
+(app/db/counters.py): `UsageRecorder.write` adds one tenant's counts to `tenant_usage` as one
+upsert per bucket, in that tenant's transaction, and drops the tenant's buckets older than
+`RETENTION`. The flush also runs before the admin API reads the counters. Several service
+instances each flush their own counts; the upsert adds them up.
 """
 
 from __future__ import annotations
 
-import asyncio
-import logging
-from collections import Counter
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager, suppress
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Literal
@@ -22,10 +17,9 @@ from sqlalchemy import ColumnElement, case, delete, func, select
 from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from app.db.counters import Tally
 from app.db.models import TenantUsage
-from app.db.tenancy import SessionMaker, ledger_transaction
 
-_log = logging.getLogger(__name__)
 BUCKET = timedelta(minutes=5)
 RETENTION = timedelta(days=8)
 Kind = Literal["searches", "ingests", "rate_limited"]
@@ -38,71 +32,39 @@ def bucket_of(moment: datetime) -> datetime:
     return datetime.fromtimestamp(moment.timestamp() // seconds * seconds, tz=UTC)
 
 
-class UsageRecorder:
-    """Counts in memory; `flush` moves them to the database."""
+class UsageRecorder(Tally[tuple[datetime, Kind]]):
+    """Counts per (tenant, bucket, kind) in memory; `flush` moves them to the database."""
 
-    def __init__(self) -> None:
-        self._pending: Counter[tuple[str, datetime, Kind]] = Counter()
-        self._lock = asyncio.Lock()
+    what = "usage counters"
 
     def record(self, tenant_id: str, kind: Kind, count: int = 1) -> None:
-        self._pending[(tenant_id, bucket_of(datetime.now(UTC)), kind)] += count
+        self.add(tenant_id, (bucket_of(datetime.now(UTC)), kind), count)
 
-    async def flush(self, sessions: SessionMaker) -> None:
-        async with self._lock:
-            taken, self._pending = self._pending, Counter()
-            if not taken:
-                return
-            try:
-                async with ledger_transaction(sessions) as session:
-                    await _upsert(session, taken)
-            except BaseException:
-                self._pending.update(taken)
-                raise
-
-
-async def _upsert(session: AsyncSession, counts: Counter[tuple[str, datetime, Kind]]) -> None:
-    rows: dict[tuple[str, datetime], dict[str, int]] = {}
-    for (tenant_id, bucket, kind), count in counts.items():
-        rows.setdefault((tenant_id, bucket), dict.fromkeys(_KINDS, 0))[kind] += count
-    values = [{"tenant_id": t, "bucket": b, **kinds} for (t, b), kinds in sorted(rows.items())]
-    stmt = insert(TenantUsage).values(values)
-    excluded = stmt.excluded
-    await session.execute(
-        stmt.on_conflict_do_update(
-            index_elements=[TenantUsage.tenant_id, TenantUsage.bucket],
-            set_={kind: getattr(TenantUsage, kind) + getattr(excluded, kind) for kind in _KINDS},
+    async def write(
+        self, session: AsyncSession, tenant_id: str, counts: dict[tuple[datetime, Kind], int]
+    ) -> None:
+        rows: dict[datetime, dict[str, int]] = {}
+        for (bucket, kind), count in counts.items():
+            rows.setdefault(bucket, dict.fromkeys(_KINDS, 0))[kind] += count
+        values = [
+            {"tenant_id": tenant_id, "bucket": b, **kinds} for b, kinds in sorted(rows.items())
+        ]
+        stmt = insert(TenantUsage).values(values)
+        excluded = stmt.excluded
+        await session.execute(
+            stmt.on_conflict_do_update(
+                index_elements=[TenantUsage.tenant_id, TenantUsage.bucket],
+                set_={
+                    kind: getattr(TenantUsage, kind) + getattr(excluded, kind) for kind in _KINDS
+                },
+            )
         )
-    )
-    oldest = bucket_of(datetime.now(UTC) - RETENTION)
-    await session.execute(delete(TenantUsage).where(TenantUsage.bucket < oldest))
-
-
-@asynccontextmanager
-async def flushing(
-    recorder: UsageRecorder, sessions: SessionMaker, *, every_seconds: float
-) -> AsyncIterator[None]:
-    """Flush every `every_seconds` while the block runs, and once more at its end."""
-
-    async def loop() -> None:
-        while True:
-            await asyncio.sleep(every_seconds)
-            try:
-                await recorder.flush(sessions)
-            except Exception:  # the next round retries; traffic counts must never stop the app
-                _log.warning("usage counters not flushed; retrying later", exc_info=True)
-
-    task = asyncio.create_task(loop(), name="usage-flush")
-    try:
-        yield
-    finally:
-        task.cancel()
-        with suppress(asyncio.CancelledError):
-            await task
-        try:
-            await recorder.flush(sessions)
-        except Exception:
-            _log.warning("usage counters lost at shutdown", exc_info=True)
+        oldest = bucket_of(datetime.now(UTC) - RETENTION)
+        await session.execute(
+            delete(TenantUsage).where(
+                TenantUsage.tenant_id == tenant_id, TenantUsage.bucket < oldest
+            )
+        )
 
 
 @dataclass(frozen=True, slots=True)

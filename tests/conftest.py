@@ -9,7 +9,7 @@ import subprocess
 import tempfile
 import time
 import uuid
-from collections.abc import AsyncIterator, Callable, Iterator, Sequence
+from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -20,7 +20,7 @@ from fastapi import FastAPI
 from httpx import ASGITransport, AsyncClient
 from pydantic import SecretStr
 from sqlalchemy import text
-from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
+from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession
 
 from app.api.deps import get_resources
 from app.api.mcp import get_mcp_http
@@ -33,10 +33,10 @@ from app.db.embedded import (
     with_database,
     with_user,
 )
-from app.db.engine import create_engine
+from app.db.engine import create_engine, create_sessionmaker
 from app.db.migrate import migrate
 from app.db.tenancy import SessionMaker, registry_transaction
-from app.embeddings import Embedder
+from app.embeddings import Embedder, WrappedEmbedder
 from app.embeddings.local import LocalEmbedder, default_tokenizer_path
 from app.ingest.chunking import Chunker, load_tokenizer
 from app.main import create_app
@@ -247,9 +247,7 @@ async def sessions(app_engine: AsyncEngine) -> AsyncIterator[SessionMaker]:
     """Sessions inside one outer transaction that rolls back after the test."""
     async with app_engine.connect() as conn:
         outer = await conn.begin()
-        yield async_sessionmaker(
-            bind=conn, expire_on_commit=False, join_transaction_mode="create_savepoint"
-        )
+        yield create_sessionmaker(conn, join_transaction_mode="create_savepoint")
         await outer.rollback()
 
 
@@ -368,24 +366,8 @@ async def real_client(
         yield http
 
 
-class _Unclosable:
+class _Unclosable(WrappedEmbedder):
     """Shares the session's model with an app whose lifespan closes its embedder."""
-
-    def __init__(self, inner: LocalEmbedder) -> None:
-        self.inner = inner
-        self.model_id = inner.model_id
-        self.dimensions = inner.dimensions
-        self.query_prefix = inner.query_prefix
-        self.passage_prefix = inner.passage_prefix
-
-    async def embed_query(self, text: str) -> list[float]:
-        return await self.inner.embed_query(text)
-
-    async def embed_documents(self, texts: Sequence[str]) -> list[list[float]]:
-        return await self.inner.embed_documents(texts)
-
-    async def check(self) -> None:
-        await self.inner.check()
 
     async def aclose(self) -> None:
         return None

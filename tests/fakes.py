@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import re
 from collections.abc import Sequence
+from pathlib import Path
 
 import numpy as np
 
@@ -16,6 +17,9 @@ WORD = re.compile(r"[a-z0-9]+")
 class WordHashEmbedder:
     """Bag-of-words vectors: each word hashes to a fixed random direction. Texts that share
     words are similar, so ranking tests stay meaningful without loading a model."""
+
+    max_input_tokens: int | None = None  # no model limit, no tokenizer of its own
+    tokenizer_file: Path | None = None
 
     def __init__(self, dimensions: int = 384, model_id: str = "test:word-hash") -> None:
         self.model_id = model_id

@@ -17,7 +17,7 @@ from app.api.documents_models import (
     BatchIn,
     BatchItem,
     BatchOut,
-    CollectionName,
+    DocumentCollection,
     DocumentIn,
     DocumentList,
     DocumentOut,
@@ -128,7 +128,7 @@ async def upload_document(
     ],
     title: Annotated[Title | None, Form()] = None,
     external_id: Annotated[ExternalId | None, Form()] = None,
-    collection: Annotated[CollectionName, Form()] = DEFAULT_COLLECTION,
+    collection: Annotated[DocumentCollection, Form()] = DEFAULT_COLLECTION,
     source_url: Annotated[Url | None, Form()] = None,
     metadata: Annotated[str | None, Form(description="A JSON object.")] = None,
     access: Annotated[
@@ -192,7 +192,7 @@ def metadata_form(raw: str | None) -> dict[str, JsonValue]:
 async def list_all(
     caller: SearchCaller,
     resources: ResourcesDep,
-    collection: Annotated[CollectionName | None, Query()] = None,
+    collection: Annotated[DocumentCollection | None, Query()] = None,
     source_type: Annotated[SourceType | None, Query()] = None,
     limit: Annotated[int, Query(ge=1, le=200)] = 50,
     offset: Annotated[int, Query(ge=0, le=MAX_OFFSET)] = 0,

@@ -65,7 +65,8 @@ def _not_zero(vector: list[float]) -> list[float]:
 NoNul = AfterValidator(storable)
 Title = Annotated[str, StringConstraints(max_length=1000, strip_whitespace=True), NoNul]
 ExternalId = Annotated[str, StringConstraints(min_length=1, max_length=512), NoNul]
-CollectionName = Annotated[
+# The collection a document is stored in, as a body or form field gives it (stripped).
+DocumentCollection = Annotated[
     str, StringConstraints(min_length=1, max_length=128, strip_whitespace=True), NoNul
 ]
 Url = Annotated[
@@ -105,11 +106,13 @@ def access_form(raw: str | None) -> tuple[str, ...]:
         ) from None
 
 
-class Strict(BaseModel):
+class StrictBody(BaseModel):
+    """An HTTP body that refuses fields it does not know (the search inputs' rule, app/inputs)."""
+
     model_config = ConfigDict(extra="forbid")
 
 
-class ChunkIn(Strict):
+class ChunkIn(StrictBody):
     """A chunk embedded by the caller (declare the model in `embedding_model`)."""
 
     content: Annotated[str, StringConstraints(min_length=1, max_length=100_000), NoNul]
@@ -120,11 +123,11 @@ class ChunkIn(Strict):
     section: list[Annotated[str, NoNul]] = []
 
 
-class DocumentIn(Strict):
+class DocumentIn(StrictBody):
     title: Title | None = None
     content: Annotated[str, StringConstraints(min_length=1, max_length=5_000_000)]
     external_id: ExternalId | None = None
-    collection: CollectionName = DEFAULT_COLLECTION
+    collection: DocumentCollection = DEFAULT_COLLECTION
     source_type: SourceType = Field(
         SourceType.TEXT,
         description="How `content` is parsed: text, markdown or html. The file formats (pdf, "
@@ -138,7 +141,7 @@ class DocumentIn(Strict):
     access: AccessList = []
 
 
-class DocumentPatch(Strict):
+class DocumentPatch(StrictBody):
     """What PATCH changes; a field left out stays as it is. Never re-embeds."""
 
     metadata: Metadata | None = None
@@ -202,7 +205,7 @@ class IngestOut(BaseModel):
         )
 
 
-class BatchIn(Strict):
+class BatchIn(StrictBody):
     documents: Annotated[list[DocumentIn], Field(min_length=1)]
 
 
@@ -254,7 +257,7 @@ class DocumentOut(BaseModel):
             metadata=doc.metadata_,
             access=list(doc.access),
             chunks=doc.chunk_count,
-            access_count=doc.access_count,
+            access_count=doc.returned_count,
             created_at=doc.created_at,
             updated_at=doc.updated_at,
         )

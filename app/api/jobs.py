@@ -14,7 +14,7 @@ from app.api.deps import IngestCaller, ResourcesDep, SearchCaller
 from app.api.documents import metadata_form, read_capped
 from app.api.documents_models import (
     METADATA,
-    CollectionName,
+    DocumentCollection,
     ExternalId,
     Title,
     Url,
@@ -224,7 +224,7 @@ async def _form_inputs(form: FormData, settings: Settings) -> list[JobInput]:
     fields = {
         "title": _valid(Title, single["title"], "title") or None,
         "external_id": _valid(ExternalId, single["external_id"], "external_id"),
-        "collection": _valid(CollectionName, _text_field(form, "collection"), "collection")
+        "collection": _valid(DocumentCollection, _text_field(form, "collection"), "collection")
         or DEFAULT_COLLECTION,
         "source_url": _valid(Url, _text_field(form, "source_url"), "source_url"),
         "metadata": METADATA.dump_python(metadata_form(_text_field(form, "metadata"))),

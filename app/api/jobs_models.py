@@ -8,13 +8,13 @@ from typing import Annotated, Any, Literal, Self
 
 from pydantic import BaseModel, Field, JsonValue
 
-from app.api.documents_models import DocumentIn, Strict
+from app.api.documents_models import DocumentIn, StrictBody
 from app.jobs import JobView
 
 JobStatus = Literal["queued", "running", "succeeded", "failed", "cancelled", "partial"]
 
 
-class JobDocumentsIn(Strict):
+class JobDocumentsIn(StrictBody):
     documents: Annotated[list[DocumentIn], Field(min_length=1)]
     callback_url: str | None = Field(
         default=None,

@@ -57,7 +57,7 @@ async def mcp(
     transport: McpHttpDep,
     consistency: Consistency,
 ) -> Response:
-    """MCP over streamable HTTP (JSON-RPC; see README, "Agents (MCP)")."""
+    """MCP over streamable HTTP (JSON-RPC; see docs/REFERENCE.md, "Agents (MCP)")."""
 
     def record(decision: Decision) -> None:
         setattr(request.state, RATE_LIMIT_HEADERS_STATE, rate_limit_headers(decision))

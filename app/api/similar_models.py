@@ -45,7 +45,7 @@ class DocumentRef(BaseModel):
     external_id: str
     created_at: datetime
     updated_at: datetime
-    access_count: int
+    access_count: int = Field(description="How often search, context and similar returned it.")
     access: list[str] = Field(default_factory=list, description="Who may see it.")
 
     @classmethod
@@ -57,7 +57,7 @@ class DocumentRef(BaseModel):
             external_id=doc.external_id,
             created_at=doc.created_at,
             updated_at=doc.updated_at,
-            access_count=doc.access_count,
+            access_count=doc.returned_count,
             access=list(doc.access),
         )
 

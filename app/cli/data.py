@@ -13,6 +13,7 @@ import typer
 
 from app.cli.options import (
     CollectionOption,
+    Fusion,
     Mode,
     Style,
     TenantOption,
@@ -30,6 +31,21 @@ ModeOption = Annotated[Mode, typer.Option(help="vector, keyword or hybrid.")]
 MaxResults = Annotated[int, typer.Option(min=1, max=MAX_RESULTS)]
 Threshold = Annotated[float | None, typer.Option(min=0.1, max=1.0)]
 Collections = Annotated[list[str] | None, typer.Option("--collection", help="Only these.")]
+EfSearch = Annotated[
+    int | None,
+    typer.Option(min=1, max=1000, help="HNSW ef_search (default: by the size of the index)."),
+]
+FusionOption = Annotated[
+    Fusion | None, typer.Option(help="Hybrid mode: weighted (default) or rrf.", show_default=False)
+]
+VectorWeight = Annotated[
+    float | None,
+    typer.Option(min=0.0, max=1.0, help="Weighted fusion: the vector side's share (default 0.6)."),
+]
+Diversity = Annotated[
+    float | None,
+    typer.Option(min=0.0, max=1.0, help="0 keeps the ranking; towards 1 prefers varied chunks."),
+]
 AccessOption = Annotated[
     list[str] | None,
     typer.Option(
@@ -133,6 +149,10 @@ def search(
     max_results: MaxResults = 5,
     threshold: Threshold = None,
     collection: Collections = None,
+    ef_search: EfSearch = None,
+    fusion: FusionOption = None,
+    vector_weight: VectorWeight = None,
+    diversity: Diversity = None,
     url: UrlOption = None,
     token: TokenOption = None,
 ) -> None:
@@ -152,6 +172,10 @@ def search(
                 max_results=max_results,
                 threshold=threshold,
                 collections=collection or None,
+                ef_search=ef_search,
+                fusion=fusion.value if fusion else None,
+                vector_weight=vector_weight,
+                diversity=diversity,
             )
     else:
         who = required_tenant(tenant)  # before the import: a missing --tenant fails at once
@@ -164,6 +188,10 @@ def search(
             max_results=max_results,
             threshold=threshold,
             collections=collection or None,
+            ef_search=ef_search,
+            fusion=fusion.value if fusion else None,
+            vector_weight=vector_weight,
+            diversity=diversity,
         )
     Console().print(results_table(result, query=query))
     if result.note:
@@ -184,6 +212,10 @@ def context(
     neighbors: Annotated[
         int, typer.Option(min=0, max=3, help="Chunks before and after each hit to add (0-3).")
     ] = 0,
+    ef_search: EfSearch = None,
+    fusion: FusionOption = None,
+    vector_weight: VectorWeight = None,
+    diversity: Diversity = None,
     url: UrlOption = None,
     token: TokenOption = None,
 ) -> None:
@@ -207,6 +239,10 @@ def context(
                 threshold=threshold,
                 collections=collection or None,
                 neighbors=neighbors or None,
+                ef_search=ef_search,
+                fusion=fusion.value if fusion else None,
+                vector_weight=vector_weight,
+                diversity=diversity,
             )
     else:
         who = required_tenant(tenant)  # before the import: a missing --tenant fails at once
@@ -222,6 +258,10 @@ def context(
             threshold=threshold,
             collections=collection or None,
             neighbors=neighbors or None,
+            ef_search=ef_search,
+            fusion=fusion.value if fusion else None,
+            vector_weight=vector_weight,
+            diversity=diversity,
         )
     typer.echo(result.context)
     Console(stderr=True).print(citations_table(result))

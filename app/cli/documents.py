@@ -155,7 +155,7 @@ def dedupe(
         str | None,
         typer.Option(
             help="Which document each group keeps: keep_newest (default), keep_oldest or "
-            "keep_most_accessed."
+            "keep_most_accessed (the most often returned by searches)."
         ),
     ] = None,
     collection: Annotated[list[str] | None, typer.Option(help="Only these collections.")] = None,

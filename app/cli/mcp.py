@@ -14,8 +14,9 @@ def mcp(
 ) -> None:
     """Serve the MCP tools over stdio (the embedded database when RAG_DATABASE_URL is not set).
 
-    Claude Desktop and other MCP hosts start this command themselves: see the README for
-    the configuration to paste. stdout is the protocol channel; messages go to stderr.
+    Claude Desktop and other MCP hosts start this command themselves: docs/REFERENCE.md,
+    "Agents (MCP)", has the configuration to paste. stdout is the protocol channel; messages go
+    to stderr.
     """
     import asyncio
 

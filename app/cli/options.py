@@ -9,10 +9,11 @@ from typing import Annotated, NoReturn
 import typer
 
 # the domain's own choices (app.inputs.vocabulary imports the standard library alone)
-from app.inputs.vocabulary import CitationStyle, SearchMode
+from app.inputs.vocabulary import CitationStyle, FusionMethod, SearchMode
 
 Mode = SearchMode
 Style = CitationStyle
+Fusion = FusionMethod
 
 UrlOption = Annotated[
     str | None,

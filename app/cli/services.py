@@ -34,8 +34,8 @@ async def open_services(settings: Settings, *, tenant_id: str | None) -> AsyncIt
     tenant, whatever its access list (docs/PERMISSIONS.md)."""
     assert settings.database_url is not None
     engine = create_engine(settings.database_url.get_secret_value(), pool_size=2)
+    sessions = reading_as(create_sessionmaker(engine), EVERY_DOCUMENT)
     try:
-        sessions = reading_as(create_sessionmaker(engine), EVERY_DOCUMENT)
         if tenant_id is not None:
             await TenantDirectory(sessions, ttl_seconds=0).require_active(tenant_id)
         embedder = await build_embedder(settings)
@@ -47,5 +47,5 @@ async def open_services(settings: Settings, *, tenant_id: str | None) -> AsyncIt
         finally:
             await embedder.aclose()
     finally:
-        await settled()  # the read-only transactions still committing (scoped.py)
+        await settled(sessions)  # the read-only transactions still committing (scoped.py)
         await engine.dispose()

@@ -15,6 +15,7 @@ from sqlalchemy.ext.asyncio import (
 )
 
 from app.db.pool import MeteredPool, measure
+from app.db.state import STATE, SessionsState
 from app.db.tenancy import SessionMaker
 
 
@@ -74,5 +75,8 @@ async def vector_column_dimensions(conn: AsyncConnection) -> int:
     return int(await conn.scalar(query) or 0)
 
 
-def create_sessionmaker(engine: AsyncEngine) -> SessionMaker:
-    return async_sessionmaker(engine, expire_on_commit=False)
+def create_sessionmaker(bind: AsyncEngine | AsyncConnection, **options: Any) -> SessionMaker:
+    """Sessions on `bind` that share a state of their own (state.py): the plan choices they
+    remember and the read-only transactions still committing."""
+    info = {STATE: SessionsState()}
+    return async_sessionmaker(bind, expire_on_commit=False, info=info, **options)

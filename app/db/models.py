@@ -179,8 +179,11 @@ class Document(TenantOwned, Base):
     # are one probe of its own HNSW index (app/retrieval/similar.py).
     embedding: Mapped[list[float] | None] = mapped_column(EMBEDDING, deferred=True)
     embedding_model: Mapped[str | None] = mapped_column(String(200))
-    # How often search, context and similar returned it (app/retrieval/access.py).
-    access_count: Mapped[int] = mapped_column(BigInteger, nullable=False, server_default="0")
+    # How often search, context and similar returned it (app/retrieval/returns.py). The column
+    # keeps its first name, as the replies' `access_count` field does; "access" means permission.
+    returned_count: Mapped[int] = mapped_column(
+        "access_count", BigInteger, nullable=False, server_default="0"
+    )
     created_at: Mapped[datetime] = _created_at()
     updated_at: Mapped[datetime] = _updated_at()
 
@@ -314,7 +317,8 @@ class AuditEntry(Base):
 
 class TenantUsage(Base):
     """Searches, ingests and rate-limit rejections of one tenant in one 5-minute bucket.
-    Registry-side counters (no content, no RLS), written in batches by app/usage.py."""
+    Counters, no content, under row-level security (migration 0013); written in batches, one
+    transaction per tenant, by app/usage.py."""
 
     __tablename__ = "tenant_usage"
     __table_args__ = (Index(None, "bucket"),)

@@ -220,8 +220,8 @@ class ReplicaSet:
             await asyncio.sleep(self.check_seconds)
 
     async def aclose(self) -> None:
-        await settled()  # the read-only transactions still committing (scoped.py)
         for replica in self.replicas:
+            await settled(replica.sessions)  # the read-only transactions still committing
             await replica.engine.dispose()
             await replica.probe.dispose()
 

@@ -14,8 +14,9 @@ A read-only transaction (`read_only=True`, BEGIN READ ONLY: the vector search's)
 caller's path: once the caller's block is done, COMMIT is sent by a task of its own, which
 then returns the connection to the pool, so the caller waits for two round trips, not three.
 A read-only transaction's COMMIT cannot lose anything; until it is done the connection stays
-checked out, so no other transaction ever sees it inside this one. `settled()` waits for those
-still under way (the app awaits it before closing the pool).
+checked out, so no other transaction ever sees it inside this one. The sessionmaker's state
+(state.py) holds those still under way, and `settled(sessions)` waits for them (the app awaits it
+before closing the pool); a sessionmaker without state commits before returning.
 
 The pool does not ping a connection before handing it out (a round trip on every search): a
 connection that died meanwhile (the server restarted) fails at the first message, before any
@@ -37,13 +38,11 @@ from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from app.db.failures import CONNECTION_ERRORS
 from app.db.settings_sql import Setting, scope_message
+from app.db.state import sessions_state
 from app.db.tenancy import SessionMaker, transaction_settings
 
 SAVEPOINT = "rag_scoped"
 _log = logging.getLogger(__name__)
-# the read-only transactions whose COMMIT is still under way (a strong reference: asyncio
-# keeps only weak ones to its tasks)
-_ENDING: set[asyncio.Task[None]] = set()
 
 
 @asynccontextmanager
@@ -90,8 +89,8 @@ async def scoped_connection(
             except BaseException:
                 await _end(conn, driver, "ROLLBACK")
                 raise
-            if read_only:
-                _commit_later(conn, driver)
+            if read_only and (state := sessions_state(sessions)) is not None:
+                state.commits.add(asyncio.create_task(_commit_then_close(conn, driver)))
                 committing = True
                 return
             await _end(conn, driver, "COMMIT")
@@ -110,24 +109,20 @@ def tenant_scope(
     return transaction_settings(info)
 
 
-def _commit_later(conn: AsyncConnection, driver: asyncpg.Connection[Any]) -> None:
-    async def commit() -> None:
-        try:
-            await _end(conn, driver, "COMMIT")
-        except Exception:  # nothing to lose in a read-only transaction; the connection is closed
-            _log.warning("COMMIT of a read-only transaction failed", exc_info=True)
-        finally:
-            await conn.close()
-
-    task = asyncio.create_task(commit())
-    _ENDING.add(task)
-    task.add_done_callback(_ENDING.discard)
+async def _commit_then_close(conn: AsyncConnection, driver: asyncpg.Connection[Any]) -> None:
+    try:
+        await _end(conn, driver, "COMMIT")
+    except Exception:  # nothing to lose in a read-only transaction; the connection is closed
+        _log.warning("COMMIT of a read-only transaction failed", exc_info=True)
+    finally:
+        await conn.close()
 
 
-async def settled() -> None:
-    """Wait for the read-only transactions still committing (before the pool is closed)."""
-    while _ENDING:
-        await asyncio.gather(*_ENDING, return_exceptions=True)
+async def settled(sessions: SessionMaker) -> None:
+    """Wait for the read-only transactions of `sessions` still committing (before the pool is
+    closed)."""
+    if (state := sessions_state(sessions)) is not None:
+        await state.commits.settled()
 
 
 @asynccontextmanager

@@ -23,7 +23,7 @@ the transaction would see nothing). So the hook opens the transaction itself wit
 adapter's own `_start_transaction()`, the method its cursor calls before a first statement (a
 private name: its absence fails every tenant transaction at once, loudly), then checks with
 asyncpg's public `is_in_transaction()` that a transaction really is open, and refuses to send
-anything otherwise. Two round trips, as before this change (BEGIN, then the settings); the
+anything otherwise. Two round trips (BEGIN, then the settings); the
 alternative without private names, any statement through SQLAlchemy to trigger the BEGIN,
 costs a third on every transaction. Errors are translated as SQLAlchemy translates its own
 (a lost connection is invalidated and raised as a `DBAPIError` that says so), so `_begun`
@@ -192,8 +192,8 @@ LEDGERS = {"app.ledgers": "on"}
 @asynccontextmanager
 async def ledger_transaction(sessions: SessionMaker) -> AsyncIterator[AsyncSession]:
     """A registry transaction that may also read and write every tenant's audit entries and
-    usage counters: for the admin actions that record themselves, the audit log's readers and
-    the usage flush. Documents, chunks and the other tenant tables stay closed to it."""
+    usage counters: for the admin actions that record themselves and the audit log's readers.
+    Documents, chunks and the other tenant tables stay closed to it."""
     async with _transaction(sessions, {"settings": LEDGERS}) as session:
         yield session
 

@@ -4,7 +4,7 @@ Import providers from their modules; ``app.embeddings.local`` loads torch only w
 loaded, so this package imports quickly and without the ``local`` extra.
 """
 
-from app.embeddings.base import Embedder, EmbeddingConfigError, EmbeddingError
+from app.embeddings.base import Embedder, EmbeddingConfigError, EmbeddingError, WrappedEmbedder
 from app.embeddings.cache import CachedEmbedder, CacheStats
 from app.embeddings.factory import build_embedder, check_dimensions
 
@@ -14,6 +14,7 @@ __all__ = [
     "Embedder",
     "EmbeddingConfigError",
     "EmbeddingError",
+    "WrappedEmbedder",
     "build_embedder",
     "check_dimensions",
 ]

@@ -17,6 +17,7 @@ deciding re-embedding must cover.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import ClassVar, Protocol, runtime_checkable
 
 from app.errors import ServiceUnavailable
@@ -42,6 +43,18 @@ class Embedder(Protocol):
     @property
     def passage_prefix(self) -> str: ...
 
+    @property
+    def max_input_tokens(self) -> int | None:
+        """The most tokens the model reads of one text (None: no known limit); chunks are
+        sized below it."""
+        ...
+
+    @property
+    def tokenizer_file(self) -> Path | None:
+        """The model's ``tokenizer.json``, for counting tokens as the model does (None: the
+        configured or bundled one)."""
+        ...
+
     async def embed_query(self, text: str) -> list[float]:
         """Embed one search query (``query_prefix`` applied)."""
         ...
@@ -55,6 +68,50 @@ class Embedder(Protocol):
         ...
 
     async def aclose(self) -> None: ...
+
+
+class WrappedEmbedder:
+    """An Embedder in front of another (`inner`): everything is delegated, and a subclass
+    overrides what it adds (a cache, progress reports, a close that is not its to do)."""
+
+    def __init__(self, inner: Embedder) -> None:
+        self.inner = inner
+
+    @property
+    def model_id(self) -> str:
+        return self.inner.model_id
+
+    @property
+    def dimensions(self) -> int:
+        return self.inner.dimensions
+
+    @property
+    def query_prefix(self) -> str:
+        return self.inner.query_prefix
+
+    @property
+    def passage_prefix(self) -> str:
+        return self.inner.passage_prefix
+
+    @property
+    def max_input_tokens(self) -> int | None:
+        return self.inner.max_input_tokens
+
+    @property
+    def tokenizer_file(self) -> Path | None:
+        return self.inner.tokenizer_file
+
+    async def embed_query(self, text: str) -> list[float]:
+        return await self.inner.embed_query(text)
+
+    async def embed_documents(self, texts: Sequence[str]) -> list[list[float]]:
+        return await self.inner.embed_documents(texts)
+
+    async def check(self) -> None:
+        await self.inner.check()
+
+    async def aclose(self) -> None:
+        await self.inner.aclose()
 
 
 class EmbeddingError(ServiceUnavailable):

@@ -9,7 +9,7 @@ from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from app.embeddings.base import Embedder
+from app.embeddings.base import Embedder, WrappedEmbedder
 from app.observability.metrics import QUERY_CACHE, embedding_call
 
 _HITS, _MISSES = QUERY_CACHE.labels("hit"), QUERY_CACHE.labels("miss")
@@ -28,7 +28,7 @@ class CacheStats:
         return self.hits / lookups if lookups else 0.0
 
 
-class CachedEmbedder:
+class CachedEmbedder(WrappedEmbedder):
     """Wraps ``inner``; remembers the ``size`` most recently used query vectors (0: none).
 
     Keys are ``(model_id, text)``. Two concurrent misses on the same text both embed it;
@@ -36,27 +36,11 @@ class CachedEmbedder:
     """
 
     def __init__(self, inner: Embedder, size: int) -> None:
-        self.inner = inner
+        super().__init__(inner)
         self.capacity = max(0, size)
         self.hits = 0
         self.misses = 0
         self._vectors: OrderedDict[tuple[str, str], tuple[float, ...]] = OrderedDict()
-
-    @property
-    def model_id(self) -> str:
-        return self.inner.model_id
-
-    @property
-    def dimensions(self) -> int:
-        return self.inner.dimensions
-
-    @property
-    def query_prefix(self) -> str:
-        return self.inner.query_prefix
-
-    @property
-    def passage_prefix(self) -> str:
-        return self.inner.passage_prefix
 
     async def embed_query(self, text: str) -> list[float]:
         key = (self.inner.model_id, text)
@@ -79,9 +63,6 @@ class CachedEmbedder:
     async def embed_documents(self, texts: Sequence[str]) -> list[list[float]]:
         with embedding_call("documents", len(texts)):
             return await self.inner.embed_documents(texts)
-
-    async def check(self) -> None:
-        await self.inner.check()
 
     async def aclose(self) -> None:
         self._vectors.clear()

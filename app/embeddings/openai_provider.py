@@ -20,6 +20,7 @@ import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from email.utils import parsedate_to_datetime
+from pathlib import Path
 from typing import Literal
 
 import anyio
@@ -146,6 +147,10 @@ class OpenAIEmbedder:
             send_dimensions=send_dimensions,
             sleep=sleep,
         )
+
+    # No tokenizer of the remote model here: chunks are sized by the configured tokenizer.
+    max_input_tokens: int | None = None
+    tokenizer_file: Path | None = None
 
     @property
     def model_id(self) -> str:

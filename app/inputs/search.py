@@ -32,6 +32,7 @@ from app.inputs.vocabulary import (
 from app.storable import Storable
 
 MetadataKey = Annotated[str, StringConstraints(min_length=1, max_length=128), Storable]
+# A collection to search in (a filter): its name as given.
 CollectionName = Annotated[str, StringConstraints(min_length=1, max_length=128), Storable]
 QueryText = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1), Storable]
 Scalar = (
@@ -40,6 +41,8 @@ Scalar = (
 
 
 class Strict(BaseModel):
+    """A body, or a part of one, that refuses fields it does not know (every door's inputs)."""
+
     model_config = ConfigDict(extra="forbid")
 
 

@@ -33,7 +33,7 @@ class SearchScope(StrEnum):
 class MergeStrategy(StrEnum):
     KEEP_NEWEST = "keep_newest"
     KEEP_OLDEST = "keep_oldest"
-    KEEP_MOST_ACCESSED = "keep_most_accessed"
+    KEEP_MOST_RETURNED = "keep_most_accessed"  # the most often returned (a wire name kept)
 
 
 MAX_RESULTS = 100  # a search's max_results, at most

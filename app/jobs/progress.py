@@ -8,39 +8,20 @@ from collections.abc import Sequence
 from sqlalchemy import text
 
 from app.db.tenancy import SessionMaker, tenant_transaction
-from app.embeddings import Embedder
+from app.embeddings import Embedder, WrappedEmbedder
 
 PROGRESS_BATCH = 64  # chunks embedded between two progress writes
 
 
-class ProgressEmbedder:
+class ProgressEmbedder(WrappedEmbedder):
     """The service's embedder, embedding a document's chunks in slices and writing how many
     are done to the job after each slice (progress inside one large document)."""
 
     def __init__(
         self, inner: Embedder, sessions: SessionMaker, tenant_id: str, job_id: uuid.UUID
     ) -> None:
-        self.inner, self._sessions = inner, sessions
-        self._tenant_id, self._job_id = tenant_id, job_id
-
-    @property
-    def model_id(self) -> str:
-        return self.inner.model_id
-
-    @property
-    def dimensions(self) -> int:
-        return self.inner.dimensions
-
-    @property
-    def query_prefix(self) -> str:
-        return self.inner.query_prefix
-
-    @property
-    def passage_prefix(self) -> str:
-        return self.inner.passage_prefix
-
-    async def embed_query(self, text_: str) -> list[float]:
-        return await self.inner.embed_query(text_)
+        super().__init__(inner)
+        self._sessions, self._tenant_id, self._job_id = sessions, tenant_id, job_id
 
     async def embed_documents(self, texts: Sequence[str]) -> list[list[float]]:
         vectors: list[list[float]] = []
@@ -60,8 +41,5 @@ class ProgressEmbedder:
                 {"done": done, "total": total, "tenant": self._tenant_id, "id": self._job_id},
             )
 
-    async def check(self) -> None:
-        await self.inner.check()
-
     async def aclose(self) -> None:
-        return None
+        return None  # the service's embedder: closed by the lifespan

@@ -43,19 +43,19 @@ async def similar(
         ef_search=settings.search_ef_search_default,
         candidates=settings.search_candidates,
     )
-    counter = resources.access
+    counter = resources.returns
 
     async def run(sessions: SessionMaker) -> SimilarOutcome:
         if kind == "chunk":
             return await similar_to_chunk(
-                sessions, tenant_id=tenant_id, chunk_id=item_id, request=request, access=counter
+                sessions, tenant_id=tenant_id, chunk_id=item_id, request=request, returns=counter
             )
         if kind == "document":
             return await similar_to_document(
-                sessions, tenant_id=tenant_id, document_id=item_id, request=request, access=counter
+                sessions, tenant_id=tenant_id, document_id=item_id, request=request, returns=counter
             )
         return await similar_to_item(
-            sessions, tenant_id=tenant_id, item_id=item_id, request=request, access=counter
+            sessions, tenant_id=tenant_id, item_id=item_id, request=request, returns=counter
         )
 
     return await resources.read(run, consistency=consistency, recheck_missing=True)

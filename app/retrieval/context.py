@@ -22,11 +22,11 @@ from app.citations import (
 )
 from app.db.tenancy import SessionMaker
 from app.embeddings import Embedder
-from app.retrieval.access import AccessCounter
 from app.retrieval.hits import Hit, SearchOutcome
 from app.retrieval.neighbours import neighbours_of
 from app.retrieval.requests import SearchRequest
 from app.retrieval.rerank import Reranker
+from app.retrieval.returns import ReturnCounter
 from app.retrieval.search import search
 
 
@@ -47,14 +47,14 @@ async def retrieve_context(
     style: CitationStyle = CitationStyle.NUMBERED,
     max_tokens: int = DEFAULT_MAX_TOKENS,
     max_chars: int = DEFAULT_MAX_CHARS,
-    access: AccessCounter | None = None,
+    returns: ReturnCounter | None = None,
     neighbors: int = 0,
     reranker: Reranker | None = None,
 ) -> ContextOutcome:
     """The tenant's best chunks for `request`, as numbered context blocks with citations;
     each hit widened by `neighbors` chunks on either side in its document."""
     found = await search(
-        sessions, embedder, tenant_id=tenant_id, request=request, access=access, reranker=reranker
+        sessions, embedder, tenant_id=tenant_id, request=request, returns=returns, reranker=reranker
     )
     started = time.perf_counter()
     around = await neighbours_of(sessions, tenant_id=tenant_id, hits=found.hits, reach=neighbors)

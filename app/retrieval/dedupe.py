@@ -152,7 +152,7 @@ async def _examined(
             Document.external_id,
             Document.created_at,
             Document.updated_at,
-            Document.access_count,
+            Document.returned_count,
             Document.access,
         )
         .join(

@@ -26,7 +26,7 @@ class Examined:
     external_id: str
     created_at: datetime
     updated_at: datetime
-    access_count: int
+    returned_count: int  # how often search, context and similar returned it
     access: tuple[str, ...] = ()
 
 
@@ -88,8 +88,8 @@ def primary_of(docs: Sequence[Examined], strategy: MergeStrategy) -> Examined:
     """The document a group keeps; ties by id, so the choice is stable."""
     if strategy is MergeStrategy.KEEP_OLDEST:
         return min(docs, key=lambda d: (d.created_at, str(d.id)))
-    if strategy is MergeStrategy.KEEP_MOST_ACCESSED:
-        return max(docs, key=lambda d: (d.access_count, d.updated_at, str(d.id)))
+    if strategy is MergeStrategy.KEEP_MOST_RETURNED:
+        return max(docs, key=lambda d: (d.returned_count, d.updated_at, str(d.id)))
     return max(docs, key=lambda d: (d.updated_at, d.created_at, str(d.id)))
 
 

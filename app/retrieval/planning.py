@@ -18,9 +18,9 @@ custom plan would see them.
 from __future__ import annotations
 
 from app.db.indexes import by_dedicated_index_size
+from app.db.state import PlanMemory
 from app.db.tenancy import Setting
 from app.retrieval.requests import SearchMode, SearchRequest
-from app.retrieval.visibility import Remembered
 
 # Automatic ef_search (docs/BENCHMARKS.md, "Recall by default"): HNSW needs a longer
 # candidate list for the same recall as its graph grows. (index rows below, ef_search) for a
@@ -37,10 +37,9 @@ CUSTOM, GENERIC = "force_custom_plan", "force_generic_plan"
 # A tenant's own statement costs a prepare and a plan on its first run on a connection
 # (+0.8 ms) and saves the plan (0.8 ms) on every later run (docs/BENCHMARKS.md, "Vectors in
 # the row, plans kept per tenant", table 5): a tenant gets it from its KEEP_PLAN_FROM-th
-# direct search within the memory's five minutes; until then, the statement every tenant
-# shares, planned at each run.
+# direct search within five minutes (the sessions' `PlanMemory`, app/db/state.py); until
+# then, the statement every tenant shares, planned at each run.
 KEEP_PLAN_FROM = 3
-RECENT_SEARCHES: Remembered[str, int] = Remembered()
 
 
 def index_settings(
@@ -94,7 +93,7 @@ def direct_settings(
     return settings | {"plan_cache_mode": GENERIC} if kept else settings
 
 
-def keeps_plan(tenant_id: str) -> bool:
+def keeps_plan(plans: PlanMemory, tenant_id: str) -> bool:
     """Counts this search of `tenant_id`: whether it uses the tenant's own statement."""
-    searches = RECENT_SEARCHES.put(tenant_id, (RECENT_SEARCHES.get(tenant_id) or 0) + 1)
+    searches = plans.searches.put(tenant_id, (plans.searches.get(tenant_id) or 0) + 1)
     return searches >= KEEP_PLAN_FROM

@@ -25,10 +25,10 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.db.models import Chunk
 from app.db.scoped import scoped_connection
+from app.db.state import plans_of_sessions
 from app.db.tenancy import SessionMaker, tenant_transaction
 from app.embeddings import Embedder
 from app.observability.metrics import observe_search
-from app.retrieval.access import AccessCounter
 from app.retrieval.bm25 import Bm25Ranking, bm25_ranked, bm25_scores
 from app.retrieval.diversity import mmr
 from app.retrieval.filters import conditions
@@ -38,6 +38,7 @@ from app.retrieval.nearest import direct_hits, direct_query, nearest_hits, neare
 from app.retrieval.planning import keeps_plan, search_settings
 from app.retrieval.requests import SearchMode, SearchRequest
 from app.retrieval.rerank import Reranker, RerankSkipped
+from app.retrieval.returns import ReturnCounter
 from app.retrieval.shortfall import Shortfall, explain_shortfall, threshold_shortfall
 from app.retrieval.visibility import Scope, access_lists_matter, direct_plan, visible_scope
 
@@ -48,16 +49,16 @@ async def search(
     *,
     tenant_id: str,
     request: SearchRequest,
-    access: AccessCounter | None = None,
+    returns: ReturnCounter | None = None,
     reranker: Reranker | None = None,
 ) -> SearchOutcome:
-    """The tenant's best chunks for `request`; `access` counts the documents returned. With
+    """The tenant's best chunks for `request`; `returns` counts the documents returned. With
     `request.rerank` and a `reranker`, the first stage fetches `rerank_candidates` hits (at
     least top_k) and the reranker orders them; when it fails, the first stage's order stands
     and `rerank_note` says why."""
     if not (request.rerank and reranker is not None):
         return await _first_stage(sessions, embedder, tenant_id=tenant_id, request=request,
-                                  access=access)  # fmt: skip
+                                  returns=returns)  # fmt: skip
     wide = replace(request, top_k=max(request.top_k, request.rerank_candidates))
     found = await _first_stage(sessions, embedder, tenant_id=tenant_id, request=wide)
     started = time.perf_counter()
@@ -77,8 +78,8 @@ async def search(
         "rerank": rerank_ms,
         "total": round(found.timings_ms["total"] + rerank_ms, 3),
     }
-    if access is not None:
-        access.record(tenant_id, [hit.document_id for hit in hits])
+    if returns is not None:
+        returns.record(tenant_id, [hit.document_id for hit in hits])
     return SearchOutcome(
         hits,
         found.total_found,
@@ -96,7 +97,7 @@ async def _first_stage(
     *,
     tenant_id: str,
     request: SearchRequest,
-    access: AccessCounter | None = None,
+    returns: ReturnCounter | None = None,
 ) -> SearchOutcome:
     """The tenant's best chunks for `request` by the search itself."""
     started = time.perf_counter()
@@ -112,9 +113,8 @@ async def _first_stage(
         # only a few chunks of the tenant gets them exactly (visibility.py). A caller not
         # counted yet in a tenant with access lists goes the session's way once, where the
         # count is made.
-        query = direct_query(
-            vector, tenant_id, embedder.model_id, request, exact=exact, kept=keeps_plan(tenant_id)
-        )
+        kept = keeps_plan(plans_of_sessions(sessions), tenant_id)
+        query = direct_query(vector, tenant_id, embedder.model_id, request, exact=exact, kept=kept)
         async with scoped_connection(
             sessions, tenant_id, settings=query.settings, read_only=True
         ) as connection:
@@ -163,8 +163,8 @@ async def _first_stage(
         "database": round((done - embedded) * 1000, 3),
         "total": round((done - started) * 1000, 3),
     }
-    if access is not None:
-        access.record(tenant_id, [hit.document_id for hit in hits])
+    if returns is not None:
+        returns.record(tenant_id, [hit.document_id for hit in hits])
     return SearchOutcome(hits, total, embedder.model_id, timings, shortfall)
 
 

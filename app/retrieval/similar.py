@@ -28,12 +28,12 @@ from app.db.models import Chunk, Collection, Document
 from app.db.tenancy import SessionMaker, tenant_transaction
 from app.errors import NotFound
 from app.inputs.vocabulary import SearchScope as SearchScope
-from app.retrieval.access import AccessCounter
 from app.retrieval.filters import SearchFilters, conditions
 from app.retrieval.hits import SOURCE_COLUMNS, Hit, hit_of, with_sources
 from app.retrieval.nearest import nearest_hits
 from app.retrieval.planning import index_settings
 from app.retrieval.requests import SearchRequest
+from app.retrieval.returns import ReturnCounter
 from app.retrieval.visibility import access_lists_matter, visible_scope
 
 SHARED_COLLECTION = "shared"
@@ -74,7 +74,7 @@ async def similar_to_chunk(
     tenant_id: str,
     chunk_id: uuid.UUID,
     request: SimilarRequest,
-    access: AccessCounter | None = None,
+    returns: ReturnCounter | None = None,
 ) -> SimilarOutcome:
     """Chunks like this one, best first; 404 when the tenant has no such chunk."""
     listed = await access_lists_matter(sessions, tenant_id)
@@ -118,7 +118,9 @@ async def similar_to_chunk(
         hits, _passed, _measured = await nearest_hits(
             session, row.embedding, where, search, scope.exact
         )
-    return _counted(SimilarOutcome(item_id=chunk_id, kind="chunk", similar=hits), tenant_id, access)
+    return _counted(
+        SimilarOutcome(item_id=chunk_id, kind="chunk", similar=hits), tenant_id, returns
+    )
 
 
 async def similar_to_item(
@@ -127,19 +129,19 @@ async def similar_to_item(
     tenant_id: str,
     item_id: uuid.UUID,
     request: SimilarRequest,
-    access: AccessCounter | None = None,
+    returns: ReturnCounter | None = None,
 ) -> SimilarOutcome:
     """Like a chunk when `item_id` is one of the tenant's chunks, else like a document (ids
     are random UUIDs, so the two never collide); 404 when it is neither."""
     try:
         return await similar_to_chunk(
-            sessions, tenant_id=tenant_id, chunk_id=item_id, request=request, access=access
+            sessions, tenant_id=tenant_id, chunk_id=item_id, request=request, returns=returns
         )
     except NotFound:
         pass
     try:
         return await similar_to_document(
-            sessions, tenant_id=tenant_id, document_id=item_id, request=request, access=access
+            sessions, tenant_id=tenant_id, document_id=item_id, request=request, returns=returns
         )
     except NotFound:
         raise NotFound(f"no chunk or document {item_id}") from None
@@ -151,7 +153,7 @@ async def similar_to_document(
     tenant_id: str,
     document_id: uuid.UUID,
     request: SimilarRequest,
-    access: AccessCounter | None = None,
+    returns: ReturnCounter | None = None,
 ) -> SimilarOutcome:
     """Documents like this one (one entry each: its best chunk, the documents' similarity),
     best first; 404 when the tenant has no such document. A document without a vector (no
@@ -199,15 +201,15 @@ async def similar_to_document(
         )
         hits = await _best_chunks(session, row.embedding, found[: request.top_k])
     return _counted(
-        SimilarOutcome(item_id=document_id, kind="document", similar=hits), tenant_id, access
+        SimilarOutcome(item_id=document_id, kind="document", similar=hits), tenant_id, returns
     )
 
 
 def _counted(
-    outcome: SimilarOutcome, tenant_id: str, access: AccessCounter | None
+    outcome: SimilarOutcome, tenant_id: str, returns: ReturnCounter | None
 ) -> SimilarOutcome:
-    if access is not None:
-        access.record(tenant_id, [hit.document_id for hit in outcome.similar])
+    if returns is not None:
+        returns.record(tenant_id, [hit.document_id for hit in outcome.similar])
     return outcome
 
 

@@ -10,29 +10,26 @@ the partial btree of a tenant's unrestricted chunks, `access && principals` on t
 So a small visible set can be read exactly, from the posting lists of the caller's
 principals, in a few milliseconds: at 100k chunks a caller who sees 1% of a 100,000-chunk
 tenant gets its exact top-k in ~3 ms, where the HNSW graph, walked past the other 99% by an
-iterative scan, took ~80 ms for ~0.8 recall. In a tenant with access lists (one probe per
-`COUNT_TTL_SECONDS`; in a tenant without, every member sees it all and nothing is counted),
-for a caller who sees at most `SMALL_VISIBLE` chunks of the tenant (a bounded count through
-the same policies, kept `COUNT_TTL_SECONDS` per tenant, model and set of principals: a plan
-choice, never a result) the vector statements order by an expression no index answers
-(nearest.py `_candidates`), which leaves the planner that plan. Larger visible sets walk the
-HNSW index as every other search does. Measured in bench/access_bench.py
-(docs/BENCHMARKS.md, "Search under document permissions").
+iterative scan, took ~80 ms for ~0.8 recall. In a tenant with access lists (one probe per five
+minutes; in a tenant without, every member sees it all and nothing is counted), for a caller
+who sees at most `SMALL_VISIBLE` chunks of the tenant (a bounded count through the same
+policies, kept five minutes per tenant, model and set of principals: a plan choice, never a
+result; both remembered by the sessions' state, app/db/state.py) the vector statements order
+by an expression no index answers (nearest.py `_candidates`), which leaves the planner that
+plan. Larger visible sets walk the HNSW index as every other search does. Measured in
+bench/access_bench.py (docs/BENCHMARKS.md, "Search under document permissions").
 """
 
 from __future__ import annotations
 
-import time
-from collections import OrderedDict
-from collections.abc import Hashable
 from dataclasses import dataclass
-from typing import Generic, TypeVar
 
 from sqlalchemy import ColumnElement, Text, func, literal, or_, select, text
 from sqlalchemy.dialects.postgresql import ARRAY
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.db.models import Chunk
+from app.db.state import PlanMemory, plans_of, plans_of_sessions
 from app.db.tenancy import (
     SessionMaker,
     readers_of,
@@ -45,8 +42,6 @@ from app.permissions import EVERY_DOCUMENT, Readers
 # Chunks: up to this many visible, vector search is exact (~3 us a row: 3 ms for 1,000 rows,
 # 15 ms for 5,000, where an HNSW walk filtered to 10% of a 100k-row graph takes ~18 ms).
 SMALL_VISIBLE = 5_000
-COUNT_TTL_SECONDS = 300.0  # a plan choice: a stale count costs time or a little recall
-MAX_COUNTS = 10_000  # remembered counts, and tenants with or without access lists
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,86 +64,43 @@ def visible_chunks(readers: Readers) -> list[ColumnElement[bool]]:
     return [or_(unrestricted, listed)]
 
 
-K = TypeVar("K", bound=Hashable)
-V = TypeVar("V")
+async def visible_count(
+    session: AsyncSession, *, tenant_id: str, model: str, readers: Readers
+) -> int:
+    """How many chunks of `model` `readers` see in the tenant, up to `SMALL_VISIBLE` + 1;
+    remembered a while by the session's state: a plan choice, never a result, so a stale count
+    costs time or a little recall, not access."""
+    visible = plans_of(session.info).visible
+    key = (tenant_id, model, readers.principals)
+    if (known := visible.get(key)) is not None:
+        return known
+    bounded = (
+        select(literal(1))
+        .where(Chunk.tenant_id == tenant_id, Chunk.embedding_model == model)
+        .where(*visible_chunks(readers))
+        .limit(SMALL_VISIBLE + 1)
+        .subquery()
+    )
+    counted = int(await session.scalar(select(func.count()).select_from(bounded)) or 0)
+    return visible.put(key, counted)
 
 
-class Remembered(Generic[K, V]):
-    """Values kept `COUNT_TTL_SECONDS`, the `MAX_COUNTS` most recently used: plan choices."""
-
-    def __init__(self) -> None:
-        self._values: OrderedDict[K, tuple[V, float]] = OrderedDict()
-
-    def get(self, key: K) -> V | None:
-        """The value, if it is still fresh."""
-        if (found := self._values.get(key)) is not None and found[1] > time.monotonic():
-            self._values.move_to_end(key)
-            return found[0]
-        return None
-
-    def put(self, key: K, value: V) -> V:
-        self._values[key] = (value, time.monotonic() + COUNT_TTL_SECONDS)
-        self._values.move_to_end(key)
-        while len(self._values) > MAX_COUNTS:
-            self._values.popitem(last=False)
-        return value
-
-
-class VisibleCounts:
-    """How many chunks a set of principals sees in a tenant (up to a bound), for a while: a
-    plan choice, never a result, so a stale count costs time or a little recall, not access."""
-
-    def __init__(self) -> None:
-        self._counts: Remembered[tuple[str, str, frozenset[str]], int] = Remembered()
-
-    def known(self, *, tenant_id: str, model: str, readers: Readers) -> int | None:
-        """The remembered count, if it is still fresh."""
-        return self._counts.get((tenant_id, model, readers.principals))
-
-    async def count(
-        self, session: AsyncSession, *, tenant_id: str, model: str, readers: Readers
-    ) -> int:
-        if (known := self.known(tenant_id=tenant_id, model=model, readers=readers)) is not None:
-            return known
-        bounded = (
-            select(literal(1))
-            .where(Chunk.tenant_id == tenant_id, Chunk.embedding_model == model)
-            .where(*visible_chunks(readers))
-            .limit(SMALL_VISIBLE + 1)
-            .subquery()
-        )
-        counted = int(await session.scalar(select(func.count()).select_from(bounded)) or 0)
-        return self._counts.put((tenant_id, model, readers.principals), counted)
-
-
-COUNTS = VisibleCounts()
 LISTED_TENANT = text(
     "select exists (select 1 from documents where tenant_id = :tenant and access <> '{}')"
 )
 
 
-class ListedTenants:
-    """Whether a tenant has any document with an access list, for a while: a plan choice. In
-    a tenant without lists every member sees the whole tenant, and the planner's usual plans
-    (the btree for a small tenant, else an HNSW index) need no count of anybody's chunks."""
-
-    def __init__(self) -> None:
-        self._listed: Remembered[str, bool] = Remembered()
-
-    def known(self, tenant_id: str) -> bool | None:
-        return self._listed.get(tenant_id)
-
-    async def check(self, sessions: SessionMaker, tenant_id: str) -> bool:
-        """One probe of a partial index, as the service itself (every document: the caller
-        may not see the lists it asks about, and is never told)."""
-        if (known := self.known(tenant_id)) is not None:
-            return known
-        async with tenant_transaction(reading_as(sessions, EVERY_DOCUMENT), tenant_id) as session:
-            listed = bool(await session.scalar(LISTED_TENANT, {"tenant": tenant_id}))
-        return self._listed.put(tenant_id, listed)
-
-
-LISTED = ListedTenants()
+async def _listed(sessions: SessionMaker, plans: PlanMemory, tenant_id: str) -> bool:
+    """Whether the tenant has any document with an access list, remembered a while: a plan
+    choice. In a tenant without lists every member sees the whole tenant, and the planner's
+    usual plans (the btree for a small tenant, else an HNSW index) need no count of anybody's
+    chunks. One probe of a partial index, as the service itself (every document: the caller
+    may not see the lists it asks about, and is never told)."""
+    if (known := plans.listed.get(tenant_id)) is not None:
+        return known
+    async with tenant_transaction(reading_as(sessions, EVERY_DOCUMENT), tenant_id) as session:
+        listed = bool(await session.scalar(LISTED_TENANT, {"tenant": tenant_id}))
+    return plans.listed.put(tenant_id, listed)
 
 
 async def access_lists_matter(sessions: SessionMaker, tenant_id: str) -> bool:
@@ -156,7 +108,7 @@ async def access_lists_matter(sessions: SessionMaker, tenant_id: str) -> bool:
     every document, and the tenant has documents with access lists."""
     if readers_of_sessions(sessions).all_documents:
         return False
-    return await LISTED.check(sessions, tenant_id)
+    return await _listed(sessions, plans_of_sessions(sessions), tenant_id)
 
 
 # The exact plan reads the small visible set through the policy's arms, which the planner
@@ -164,7 +116,7 @@ async def access_lists_matter(sessions: SessionMaker, tenant_id: str) -> bool:
 EXACT_PLAN = text("SET LOCAL enable_seqscan = off")
 
 
-def known_plan(readers: Readers, *, tenant_id: str, model: str) -> bool | None:
+def known_plan(plans: PlanMemory, readers: Readers, *, tenant_id: str, model: str) -> bool | None:
     """Whether a vector search of `readers` is exact (True) or walks the HNSW index (False),
     when that is known without a query: they see every document, the tenant has no access
     lists, or a fresh count says how many chunks they see. None: a probe or a count is needed
@@ -172,10 +124,10 @@ def known_plan(readers: Readers, *, tenant_id: str, model: str) -> bool | None:
     (no ORM session)."""
     if readers.all_documents:
         return False
-    listed = LISTED.known(tenant_id)
+    listed = plans.listed.get(tenant_id)
     if not listed:
         return listed
-    visible = COUNTS.known(tenant_id=tenant_id, model=model, readers=readers)
+    visible = plans.visible.get((tenant_id, model, readers.principals))
     return None if visible is None else visible <= SMALL_VISIBLE
 
 
@@ -183,11 +135,11 @@ async def direct_plan(sessions: SessionMaker, *, tenant_id: str, model: str) -> 
     """`known_plan` for the readers of `sessions`, after the probe for access lists when the
     tenant's answer is not remembered (a tenant without lists needs no count, so its plan is
     then known). None: the caller must be counted first (`visible_scope`)."""
-    readers = readers_of_sessions(sessions)
-    plan = known_plan(readers, tenant_id=tenant_id, model=model)
+    readers, plans = readers_of_sessions(sessions), plans_of_sessions(sessions)
+    plan = known_plan(plans, readers, tenant_id=tenant_id, model=model)
     if plan is None:
-        await access_lists_matter(sessions, tenant_id)  # remembered: a query at most
-        plan = known_plan(readers, tenant_id=tenant_id, model=model)
+        await _listed(sessions, plans, tenant_id)  # remembered: a query at most
+        plan = known_plan(plans, readers, tenant_id=tenant_id, model=model)
     return plan
 
 
@@ -208,7 +160,7 @@ async def visible_scope(
         return Scope([])
     exact = False
     if nearest and listed:
-        visible = await COUNTS.count(session, tenant_id=tenant_id, model=model, readers=readers)
+        visible = await visible_count(session, tenant_id=tenant_id, model=model, readers=readers)
         exact = visible <= SMALL_VISIBLE
         if exact:  # as the direct path's exact plan (planning.py `search_settings`)
             await session.execute(EXACT_PLAN)

@@ -110,6 +110,8 @@ class CachingEmbedder:
         self.dimensions = inner.dimensions
         self.query_prefix = inner.query_prefix
         self.passage_prefix = inner.passage_prefix
+        self.max_input_tokens = inner.max_input_tokens
+        self.tokenizer_file = inner.tokenizer_file
         self.vectors: dict[str, np.ndarray] = {}
         self.added = 0
         if path.exists():

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from pathlib import Path
 
 import numpy as np
 
@@ -21,6 +22,8 @@ class StubEmbedder:
         self.dimensions = dimensions
         self.query_prefix = ""
         self.passage_prefix = ""
+        self.max_input_tokens: int | None = None
+        self.tokenizer_file: Path | None = None
         self.vectors = vectors or {}
         self.current: list[float] = []
 
@@ -46,6 +49,8 @@ class LookupEmbedder:
         self.dimensions = dimensions
         self.query_prefix = ""
         self.passage_prefix = ""
+        self.max_input_tokens: int | None = None
+        self.tokenizer_file: Path | None = None
         self.vectors: dict[str, list[float]] = {}
 
     async def add(self, texts: Sequence[str], source: CachingEmbedder) -> None:

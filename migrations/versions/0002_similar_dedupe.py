@@ -3,7 +3,7 @@
 `documents.embedding` is the normalised mean of the document's chunk vectors (for the model in
 `documents.embedding_model`), with its own HNSW index: a document's neighbours are one index
 probe. `documents.access_count` counts how often search, context and similar returned the
-document (flushed from the process in the background, app/retrieval/access.py).
+document (flushed from the process in the background, app/retrieval/returns.py).
 
 Revision ID: 0002
 Revises: 0001

@@ -1,4 +1,4 @@
-"""A client that cuts its upload mid-body (issue 14 point 5): no 500, no document, and the
+"""A client that cuts its upload mid-body: no 500, no document, and the
 service serves the next request."""
 
 from __future__ import annotations

@@ -62,8 +62,7 @@ async def test_readyz_follows_redis_as_it_is_now(
     embedder: WordHashEmbedder,
     private_redis: PrivateRedis,
 ) -> None:
-    """Redis stopped: 503 naming it, at once; started again: ready, without restarting the app
-    (issue 14 point 4)."""
+    """Redis stopped: 503 naming it, at once; started again: ready, without restarting the app."""
     with_redis = settings.model_copy(update={"redis_url": private_redis.url})
     async with app_client(with_redis, sessions, embedder) as http:
         ready = await http.get("/readyz")

@@ -1,7 +1,7 @@
 """JSON nested deeper than the parser can follow, in a body the service parses itself (jobs),
 in an upload's `metadata` or `access` form field, or in a token's header: a 4xx problem, and
-the keep-alive connection it came on serves the next request. Issue 37: these were 500s whose
-exception reached the server after the reply, which then reset the connection."""
+the keep-alive connection it came on serves the next request: no 500 whose exception reaches
+the server after the reply and resets the connection."""
 
 from __future__ import annotations
 

@@ -134,8 +134,8 @@ async def test_the_note_names_why_there_are_fewer_chunks(
     settings: Settings,
     sessions: SessionMaker,
 ) -> None:
-    """Each reason a search can come back short, told apart (issue 15: the note blamed the
-    threshold when a filter had excluded everything)."""
+    """Each reason a search can come back short, told apart: a filter that excluded everything
+    is not blamed on the threshold."""
     many = {"query": "blue whales", "max_results": 20}
     cut = await search(corpus_tenant, **many, threshold=0.5)
     assert (cut["shortfall"], cut["fewer_than_requested"]) == ("threshold", True)

@@ -1,4 +1,4 @@
-"""The benchmark suite beside the alternatives (issue 17): its quick mode runs end to end, as
+"""The benchmark suite beside the alternatives: its quick mode runs end to end, as
 CI runs it, and fails when any table or chart is missing or empty. The full mode is the same
 code at larger sizes (docs/BENCHMARKS.md, "Beside the alternatives")."""
 

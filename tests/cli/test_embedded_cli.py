@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -94,7 +95,7 @@ def _spawned_children(pid: int) -> int:
 def test_serve_with_two_workers_shares_one_database_and_the_limit(env: dict[str, str]) -> None:
     """`rag serve --workers 2`: two processes on one socket, one embedded database started
     once, one token secret; without Redis each admits half a tenant's limit, so together they
-    never admit more than the limit (issue 14 point 4)."""
+    never admit more than the limit."""
     assert rag("tenant", "create", "two-workers", env=env).returncode == 0
     token = rag("token", "--tenant", "two-workers", env=env).stdout.strip()
     port = free_port()
@@ -168,6 +169,11 @@ def test_ingest_and_search_a_folder(env: dict[str, str], tmp_path: Path) -> None
     found = rag("search", "lava eruption", "--tenant", "docs-co", "--max-results", "1", env=env)
     assert found.returncode == 0, found.stderr
     assert "Volcanoes" in found.stdout
+    ranking = ("--mode", "hybrid", "--fusion", "rrf", "--ef-search", "50", "--diversity", "0.2")
+    fused = rag("search", "lava eruption", "--tenant", "docs-co", *ranking, env=env)
+    assert fused.returncode == 0, fused.stderr
+    assert "Volcanoes" in fused.stdout
+    assert re.search(r"\b0\.0(328|164)\b", fused.stdout)  # reciprocal rank fusion: 2/61 or 1/61
     indexed = rag("index", "--min-chunks", "2", env=env)
     assert indexed.returncode == 0, indexed.stderr
     assert "docs-co" in indexed.stdout

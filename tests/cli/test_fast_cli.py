@@ -1,5 +1,6 @@
 """`rag --help`, `rag --version`, `rag token` import nothing heavy (no database layer, no
-model, no torch): they answer at once (figures: README, bench/cli_bench.py)."""
+model, no torch): they answer at once (figures: docs/REFERENCE.md, "Command line";
+bench/cli_bench.py)."""
 
 from __future__ import annotations
 
@@ -10,8 +11,8 @@ import pytest
 
 from app import __version__
 from app.citations import CitationStyle
-from app.cli.options import Mode, Style
-from app.retrieval import SearchMode
+from app.cli.options import Fusion, Mode, Style
+from app.retrieval import FusionMethod, SearchMode
 from tests.cli.imports import run_rag
 
 
@@ -51,6 +52,7 @@ def test_version(env: dict[str, str]) -> None:
 def test_the_cli_parses_with_the_domain_enums() -> None:
     assert Mode is SearchMode
     assert Style is CitationStyle
+    assert Fusion is FusionMethod
 
 
 def test_local_commands_without_a_tenant_say_so(env: dict[str, str]) -> None:

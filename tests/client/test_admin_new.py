@@ -1,4 +1,4 @@
-"""The admin API's newer operations through the client (issue 13 point 4): tenants filtered
+"""The admin API's tenant operations through the client: tenants filtered
 with counts, deletion with confirmation, the audit log.
 
 Skipped until those endpoints are merged (tests/client/pending.py); then every method here

@@ -75,6 +75,23 @@ def test_ingest_search_context_list_show_delete(
     assert "Volcanoes" in found.stdout
     assert "Bread" not in found.stdout
 
+    ranking = ("--mode", "hybrid", "--fusion", "rrf", "--ef-search", "50", "--diversity", "0.2")
+    with RagClient(live.url, token) as rag:
+        rrf = rag.search(
+            "lava eruption", mode="hybrid", fusion="rrf", ef_search=50, diversity=0.2, max_results=1
+        ).chunks[0]
+        weighted = rag.search(
+            "lava eruption", mode="hybrid", vector_weight=0.2, max_results=1
+        ).chunks[0]
+    assert rrf.score is not None
+    assert weighted.score is not None
+    fused = _light(run_rag("search", "lava eruption", *ranking, "--max-results", "1", env=by_env))
+    assert fused.returncode == 0, fused.stderr
+    assert f"{rrf.score:.4f}" in fused.stdout
+    shared = ("search", "lava eruption", "--mode", "hybrid", "--vector-weight", "0.2")
+    weighed = _light(run_rag(*shared, "--max-results", "1", env=by_env))
+    assert f"{weighted.score:.4f}" in weighed.stdout
+
     built = _light(run_rag("context", "lava eruption", "--max-results", "1", env=by_env))
     assert built.returncode == 0, built.stderr
     assert "lava" in built.stdout
@@ -137,7 +154,7 @@ def test_tenant_create_through_the_admin_api(live: LiveService, env: dict[str, s
 def test_ingest_in_the_background_shows_the_jobs_results(
     live: LiveService, env: dict[str, str], tmp_path: Path
 ) -> None:
-    """`rag ingest --url … --background` (issue 20 point 4): the files go as a job, the
+    """`rag ingest --url … --background`: the files go as a job, the
     command follows the service's progress and prints the same summary as a direct ingest."""
     token = live.token(live.tenant())
     remote = ("--url", live.url, "--token", token, "--background")
@@ -194,9 +211,9 @@ def test_ingest_in_the_background_can_call_back(
 def test_a_folder_costs_a_few_requests(
     live: LiveService, env: dict[str, str], tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
-    """Issue 37: `rag ingest FOLDER --url` sent one request per file, so the tenant's own rate
-    limit paused a 130-file folder. Text files now go in batches, each file keeping the
-    `filename` metadata and the type an upload gets; a PDF goes alone."""
+    """`rag ingest FOLDER --url` sends text files in batches, not one request per file (the
+    tenant's own rate limit would pause a large folder), each file keeping the `filename`
+    metadata and the type an upload gets; a PDF goes alone."""
     tenant = live.tenant(tier="pro")
     token = live.token(tenant)
     folder = tmp_path / "notes"
@@ -229,7 +246,7 @@ def test_a_folder_costs_a_few_requests(
 
 
 def test_a_wait_on_429_is_said(live: LiveService) -> None:
-    """The command's client says why it pauses (issue 37: a silent pause on a 429)."""
+    """The command's client says why it pauses on a 429, never silently."""
     token = live.token(live.tenant(tier=TINY_TIER))  # 2 requests per 2-second window
     said = io.StringIO()
     target = Remote(url=live.url, token=token, tenant=None)

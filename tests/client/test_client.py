@@ -11,6 +11,8 @@ import pytest
 from rag_client import (
     CitationStyle,
     Filters,
+    FusionMethod,
+    Invalid,
     NewDocument,
     NotFound,
     RagClient,
@@ -100,6 +102,27 @@ def test_search_and_context(rag: RagClient) -> None:
     assert built.citations[0].document_id == volcano.document_id
     assert "[1]" in built.context or "Volcanoes" in built.context
     assert built.metrics.chunks_used == 1
+
+
+def test_search_sends_its_ranking_options(rag: RagClient) -> None:
+    """ef_search, fusion, vector_weight and diversity reach the service: each changes the
+    reply, or is refused by the service when out of range."""
+    rag.ingest(VOLCANO, title="Volcanoes", source_type="markdown")
+    rag.ingest(BREAD, title="Bread")
+    query = "lava from the volcano"
+
+    def score(**options: object) -> float | None:
+        found = rag.search(query, mode="hybrid", max_results=1, **options)  # type: ignore[arg-type]
+        return found.chunks[0].score
+
+    weighted = score()
+    assert score(fusion=FusionMethod.RRF) != weighted
+    assert score(fusion="weighted", vector_weight=0.1) != weighted
+    assert score(diversity=0.5, ef_search=50) is not None
+    for wrong in ({"ef_search": 0}, {"vector_weight": 1.5}, {"diversity": 2.0}):
+        with pytest.raises(Invalid) as refused:
+            rag.search(query, **wrong)
+        assert [e.field for e in refused.value.errors] == list(wrong), refused.value.errors
 
 
 def test_batch_and_upload(rag: RagClient, tmp_path: Path) -> None:

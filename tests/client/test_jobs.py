@@ -1,4 +1,4 @@
-"""Background ingestion through the Python client (issue 20 point 4): submit files or
+"""Background ingestion through the Python client: submit files or
 documents, wait with a progress callback, list, cancel; sync and async alike."""
 
 from __future__ import annotations

@@ -1,7 +1,6 @@
-"""Similar items and near-duplicates through the client (issue 11's endpoints).
-
-Skipped until those endpoints are merged (tests/client/pending.py); then every method here
-round-trips against the live service and its models are checked against the OpenAPI document.
+"""Similar items and near-duplicates through the client: every method round-trips against the
+live service, and its models are checked against the OpenAPI document (skipped on a service
+without these endpoints, tests/client/pending.py).
 """
 
 from __future__ import annotations

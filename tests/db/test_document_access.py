@@ -14,13 +14,14 @@ from sqlalchemy.ext.asyncio import create_async_engine
 from app.db.embedded import OWNER_ROLE, bootstrap, drop_database, with_database, with_user
 from app.db.engine import async_url
 from app.db.migrate import alembic_config, migrate
+from app.db.state import plans_of_sessions
 from app.db.tenancy import SessionMaker, reading_as, tenant_transaction, transaction_settings
 from app.ingest.catalog import DocumentChange, update_document
 from app.ingest.documents import ingest_document
 from app.ingest.inputs import DocumentInput
 from app.ingest.parsing import SourceType
 from app.permissions import EVERY_DOCUMENT, NO_READERS, Readers, normalized_access
-from app.retrieval.visibility import COUNTS, access_lists_matter, known_plan, visible_scope
+from app.retrieval.visibility import access_lists_matter, known_plan, visible_scope
 from tests.conftest import (
     APP_PASSWORD,
     APP_ROLE,
@@ -152,19 +153,19 @@ async def test_small_visible_sets_get_the_exact_plan(
     sessions: SessionMaker, embedder: WordHashEmbedder
 ) -> None:
     tenant_id = await _seed(sessions, embedder)
-    model = embedder.model_id
-    assert known_plan(EVERY_DOCUMENT, tenant_id=tenant_id, model=model) is False  # the graph
-    assert known_plan(HR, tenant_id=tenant_id, model=model) is None  # nothing known yet
+    model, plans = embedder.model_id, plans_of_sessions(sessions)
+    assert known_plan(plans, EVERY_DOCUMENT, tenant_id=tenant_id, model=model) is False  # the graph
+    assert known_plan(plans, HR, tenant_id=tenant_id, model=model) is None  # nothing known yet
     assert await access_lists_matter(reading_as(sessions, HR), tenant_id)
     assert not await access_lists_matter(reading_as(sessions, EVERY_DOCUMENT), tenant_id)
-    assert known_plan(HR, tenant_id=tenant_id, model=model) is None  # not counted yet
+    assert known_plan(plans, HR, tenant_id=tenant_id, model=model) is None  # not counted yet
     for readers, conditions, exact in ((EVERY_DOCUMENT, 0, False), (HR, 1, True)):
         async with tenant_transaction(reading_as(sessions, readers), tenant_id) as session:
             scope = await visible_scope(
                 session, tenant_id=tenant_id, model=model, nearest=True, listed=True
             )
         assert (len(scope.conditions), scope.exact) == (conditions, exact)
-    assert known_plan(HR, tenant_id=tenant_id, model=model) is True  # counted: a few chunks
+    assert known_plan(plans, HR, tenant_id=tenant_id, model=model) is True  # counted: a few chunks
     async with tenant_transaction(reading_as(sessions, HR), tenant_id) as session:
         keyword = await visible_scope(
             session, tenant_id=tenant_id, model=model, nearest=False, listed=True
@@ -186,15 +187,15 @@ async def test_a_tenant_without_access_lists_needs_no_count(
             content="Open.", source_type=SourceType.TEXT, title="open", external_id="open"
         ),
     )
-    model = embedder.model_id
+    model, plans = embedder.model_id, plans_of_sessions(sessions)
     assert not await access_lists_matter(reading_as(sessions, HR), tenant_id)
-    assert known_plan(HR, tenant_id=tenant_id, model=model) is False
+    assert known_plan(plans, HR, tenant_id=tenant_id, model=model) is False
     async with tenant_transaction(reading_as(sessions, HR), tenant_id) as session:
         scope = await visible_scope(
             session, tenant_id=tenant_id, model=model, nearest=True, listed=False
         )
     assert not scope.exact
-    assert COUNTS.known(tenant_id=tenant_id, model=model, readers=HR) is None
+    assert plans.visible.get((tenant_id, model, HR.principals)) is None
 
 
 async def test_the_planner_condition_keeps_unrestricted_chunks_when_there_are_some(

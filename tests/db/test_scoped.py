@@ -17,6 +17,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine, async_sessionmaker
 from app.db.engine import create_engine, create_sessionmaker
 from app.db.scoped import scoped_connection, settled
 from app.db.settings_sql import Computed, scope_message, sql_literal, text_array_literal
+from app.db.state import plans_of_sessions
 from app.db.tenancy import SessionMaker, reading_as, registry_transaction, tenant_transaction
 from app.ingest.documents import ingest_documents
 from app.ingest.inputs import DocumentInput
@@ -24,7 +25,6 @@ from app.ingest.parsing import SourceType
 from app.permissions import Readers
 from app.retrieval.filters import SearchFilters
 from app.retrieval.nearest import nearest_hits
-from app.retrieval.planning import RECENT_SEARCHES
 from app.retrieval.requests import SearchRequest
 from app.retrieval.search import _where, search
 from app.settings import Settings
@@ -378,7 +378,7 @@ async def test_a_read_only_transaction_commits_after_the_caller_is_done(
     one_connection: SessionMaker,
 ) -> None:
     """`read_only`: BEGIN READ ONLY (a write fails), and COMMIT off the caller's path: the
-    caller goes on while the connection is still out of the pool, committing; `settled()`
+    caller goes on while the connection is still out of the pool, committing; `settled`
     waits for it, and the connection comes back clean."""
     engine = one_connection.kw["bind"]
     assert isinstance(engine, AsyncEngine)
@@ -388,7 +388,7 @@ async def test_a_read_only_transaction_commits_after_the_caller_is_done(
         assert await driver.fetchval("select current_setting('transaction_read_only')") == "on"
         assert await driver.fetchval("select current_setting('app.tenant_id')") == "scoped-ro"
     assert engine.pool.checkedout() == 1  # type: ignore[attr-defined]  # still committing
-    await settled()
+    await settled(one_connection)
     assert engine.pool.checkedout() == 0  # type: ignore[attr-defined]
     assert await _state(one_connection) == CLEAN
     with pytest.raises(asyncpg.ReadOnlySQLTransactionError):
@@ -398,7 +398,7 @@ async def test_a_read_only_transaction_commits_after_the_caller_is_done(
     for _ in range(3):  # back to back, each waiting for the one connection its commit frees
         async with scoped_connection(one_connection, "scoped-ro", read_only=True) as driver:
             assert await driver.fetchval("select current_setting('app.tenant_id')") == "scoped-ro"
-    await settled()
+    await settled(one_connection)
     assert await _state(one_connection) == CLEAN
 
 
@@ -434,6 +434,7 @@ async def test_the_first_search_goes_direct_unless_the_caller_must_be_counted(
         first = await search(caller, embedder, tenant_id=tenant_id, request=request)
         seen = {h.external_id for h in first.hits}
         assert seen == ({"solar power", "wind power"} if listed else set(TOPICS))  # RLS
-        assert RECENT_SEARCHES.get(tenant_id) == (None if listed else 1)  # direct searches
+        searches = plans_of_sessions(one_connection).searches
+        assert searches.get(tenant_id) == (None if listed else 1)  # direct searches
         await search(caller, embedder, tenant_id=tenant_id, request=request)
-        assert RECENT_SEARCHES.get(tenant_id) == (1 if listed else 2)
+        assert searches.get(tenant_id) == (1 if listed else 2)

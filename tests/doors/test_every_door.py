@@ -226,7 +226,7 @@ async def test_every_door_counts_its_searches_and_the_documents_returned(
     await structured(http, tenant, "get_context", query=query, max_results=1)
     await local.search_on(operator, tenant.tenant_id, query=query, max_results=1)
     await local.context_on(operator, tenant.tenant_id, query=query, max_results=1)
-    await operator.access.flush(operator.sessions)
+    await operator.returns.flush(operator.sessions)
     document = await get(tenant, f"documents/{ids['Vectors']}")
     assert document["access_count"] == 6
     admin = {"Authorization": f"Bearer {token_for(settings, tenant.tenant_id, 'rag:admin')}"}

@@ -8,6 +8,7 @@ import hashlib
 from collections import deque
 from collections.abc import Sequence
 from dataclasses import dataclass, field, fields
+from pathlib import Path
 
 import numpy as np
 import numpy.typing as npt
@@ -30,6 +31,9 @@ def unit(vector: npt.NDArray[np.float64]) -> list[float]:
 
 class CountingEmbedder:
     """A deterministic offline Embedder that counts its calls."""
+
+    max_input_tokens: int | None = None  # no model limit, no tokenizer of its own
+    tokenizer_file: Path | None = None
 
     def __init__(self, model_id: str = "fake:hash", dimensions: int = 8) -> None:
         self.model_id = model_id

@@ -154,8 +154,8 @@ async def test_cancelling_a_running_job_stops_after_the_document_in_progress(
 async def test_suspending_a_tenant_stops_its_running_job_after_the_document_in_progress(
     owner_a: TenantClient, owner_b: TenantClient, settings: Settings, committed: SessionMaker
 ) -> None:
-    """Its tokens get 403 at once; its job writes nothing more and ends cancelled, saying why
-    (issue 37: it went on to ingest all 400 files and ended `succeeded`)."""
+    """Its tokens get 403 at once; its job writes nothing more and ends cancelled, saying why,
+    rather than ingesting the rest of its files and ending `succeeded`."""
     gated = GatedEmbedder()
     job_id = await submit(owner_a, files=files(6))
     admin = {"Authorization": f"Bearer {token_for(settings, owner_b.tenant_id, 'rag:admin')}"}

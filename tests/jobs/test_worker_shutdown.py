@@ -1,8 +1,7 @@
-"""In-process workers stopped at any moment stop, and leave no connection behind. Stopped
-while their queue's pool was still opening, they used to leave that pool open (the cancel
-skipped its close; after the test session, its connections kept reconnecting to a server that
-had stopped); stopped a moment later, while procrastinate's worker was starting, the cancel
-could be swallowed and the worker ran on, so `rag serve` never finished shutting down."""
+"""In-process workers stopped at any moment stop, and leave no connection behind: stopped
+while their queue's pool is still opening, the pool is closed (its connections would otherwise
+keep reconnecting to a server that has stopped); stopped while procrastinate's worker is
+starting, the cancel is not swallowed, so `rag serve` finishes shutting down."""
 
 from __future__ import annotations
 
@@ -42,7 +41,7 @@ async def test_workers_stopped_at_any_moment_close_their_connections(
             await asyncio.sleep(0)  # the workers' task starts
             await asyncio.sleep(seconds)
 
-    # a cancel swallowed by a worker still starting used to leave this block waiting forever
+    # a cancel swallowed by a worker still starting would leave this block waiting forever
     await asyncio.wait_for(started_and_stopped(), timeout=60)
     for _ in range(10):  # a pool left open would connect again in the background meanwhile
         await asyncio.sleep(0.1)

@@ -1,4 +1,4 @@
-"""No token, secret, query text or document text in the logs (issue 18 point 2): traffic full
+"""No token, secret, query text or document text in the logs: traffic full
 of them through the app in this process (served on a socket) and through `rag serve
 --verbose` as its own process, every line captured, none of them found."""
 

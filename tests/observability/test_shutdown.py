@@ -1,4 +1,4 @@
-"""Stopping `rag serve` (issue 18 point 3), with real processes: Ctrl-C or SIGTERM lets the
+"""Stopping `rag serve`, with real processes: Ctrl-C or SIGTERM lets the
 request in flight finish, then the app and the embedded database stop; a second Ctrl-C stops
 at once; a run killed outright does not keep the embedded database running after later clean
 stops."""
@@ -137,8 +137,8 @@ def test_sigterm_stops_like_ctrl_c(
     workers: int,
 ) -> None:
     """SIGTERM (systemd, `kill`, `docker stop`): the request in flight is answered, the
-    process exits 0 and the embedded PostgreSQL is stopped, with one worker or two (issue 37:
-    exit 143 and an orphaned server)."""
+    process exits 0 (not 143) and the embedded PostgreSQL is stopped, not orphaned, with one
+    worker or two."""
     served = serve(env, tmp_path / "serve.log", "--workers", str(workers))
     pgdata = data_dir / "pgdata"
     database = postmaster_pid(pgdata)

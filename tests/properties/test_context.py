@@ -135,7 +135,7 @@ def test_an_answer_is_followed_by_the_sources_it_cites(
 
 def test_an_absurdly_long_marker_is_no_marker() -> None:
     """Citation numbers have at most 9 digits: a longer run in brackets is text, not a marker
-    (it used to reach int(), which refuses more than 4,300 digits)."""
+    (int() refuses more than 4,300 digits, so such a run must never reach it)."""
     formatted = format_llm_response("See [" + "1" * 4301 + "].", [])
 
     assert formatted.unknown_markers == ()

@@ -152,7 +152,7 @@ def test_scopes_become_one_condition_each(
         assert_storable_sql(condition)
 
 
-# NUL and lone surrogates: PostgreSQL cannot store them, so the model refuses them (issue 14).
+# NUL and lone surrogates: PostgreSQL cannot store them, so the model refuses them.
 
 
 @examples(150)

@@ -1,4 +1,4 @@
-"""Faults under traffic (issue 14 point 5): PostgreSQL restarted, Redis stopped, paused and
+"""Faults under traffic: PostgreSQL restarted, Redis stopped, paused and
 restarted, the embedding provider timing out. Each time: no 500, a 503 with Retry-After where
 the service cannot answer, and recovery without restarting the app."""
 
@@ -222,8 +222,8 @@ async def _ready(http: AsyncClient) -> tuple[int, dict[str, object]]:
 async def test_the_first_readyz_after_postgres_restarted_is_200(
     settings: Settings, private_database: PrivateDatabase
 ) -> None:
-    """The pool's connections died with the server; readiness must not report them (issue 37:
-    the first /readyz after the restart was a 503, InterfaceError, the next a 200)."""
+    """The pool's connections died with the server; readiness must not report them: the first
+    /readyz after the restart is a 200, not a 503 for a dead pooled connection."""
     assert private_database.server is not None
     url = await provision(
         private_database.server, app_role=settings.app_role, embedding_dimensions=DIMENSIONS

@@ -41,7 +41,7 @@ async def test_connections_told_goodbye_are_replaced_not_a_500(
             for door, method, path, body in DOORS:
                 before = await http.request(method, path, json=body, headers=headers)
                 assert before.status_code == 200, (door, before.text)
-                await settled()  # no read-only COMMIT still on its way
+                await settled(resources.sessions)  # no read-only COMMIT still on its way
                 assert proxy.say_goodbye() > 0
                 after = await http.request(method, path, json=body, headers=headers)
                 assert after.status_code == 200, (door, after.status_code, after.text)

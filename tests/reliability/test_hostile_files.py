@@ -1,7 +1,7 @@
-"""Files built to cost a parser minutes or gigabytes (issue 14's reproductions, and Office
-containers that inflate, nest or run to a million rows): each is stopped within its budget
-and refused with what it exceeded, nothing is stored, and the service answers other
-requests while the file is being read."""
+"""Files built to cost a parser minutes or gigabytes (PDFs whose few kilobytes take an
+extractor minutes or inflate to gigabytes, Office containers that inflate, nest or run to a
+million rows): each is stopped within its budget and refused with what it exceeded, nothing is
+stored, and the service answers other requests while the file is being read."""
 
 from __future__ import annotations
 

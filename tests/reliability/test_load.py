@@ -1,4 +1,4 @@
-"""Load on loopback, bounded (issue 14 point 5): `rag serve --workers 2` sharing a Redis,
+"""Load on loopback, bounded: `rag serve --workers 2` sharing a Redis,
 three tenants each sending twice what their limit admits. No 5xx, every request answered,
 never more admitted than the limit in a window, memory flat. The figures of a longer run are
 in docs/BENCHMARKS.md (bench/load_bench.py)."""

@@ -462,7 +462,7 @@ async def test_the_guard_the_suite_reports_leaks_without_the_access_condition(
         ):
             seeded = await seed(http, settings, sessions)
             found = await leaks(http, settings, seeded)
-            # Rolled back before the app's lifespan ends: its last flush of access counts
+            # Rolled back before the app's lifespan ends: its last flush of returned counts
             # (on another connection) must not wait for the policies' locks.
             await sessions.kw["bind"].rollback()
     kinds = {leak.split(" / ")[1].split(" on ")[0] for leak in found}

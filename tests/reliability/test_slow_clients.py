@@ -1,4 +1,4 @@
-"""Slow and idle connections (issue 37 item 5) against a real `rag serve`: a few hundred that
+"""Slow and idle connections against a real `rag serve`: a few hundred that
 never send a byte, send a head a byte a second, a body at 10 bytes a second, or stay idle
 after a request are each closed by the server at its deadline (408 for a request begun),
 while another client is served throughout. The figures of a longer run, with the default

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Sequence
+from pathlib import Path
 
 import numpy as np
 import numpy.typing as npt
@@ -38,6 +39,8 @@ class FixedEmbedder:
     model_id = "test:fixed"
     dimensions = DIMENSIONS
     query_prefix = passage_prefix = ""
+    max_input_tokens: int | None = None
+    tokenizer_file: Path | None = None
 
     def __init__(self) -> None:
         self.next: list[float] = []
@@ -162,7 +165,7 @@ async def test_index_settings_do_not_leak_to_the_next_transaction(
         await search(
             sessions, embedder, tenant_id=tenant_id, request=SearchRequest(query="q", ef_search=333)
         )
-        await settled()  # its read-only transaction commits after the answer (scoped.py)
+        await settled(sessions)  # its read-only transaction commits after the answer (scoped.py)
         async with registry_transaction(sessions) as session:
             ef = await session.scalar(text("select current_setting('hnsw.ef_search')"))
             scan = await session.scalar(text("select current_setting('hnsw.iterative_scan')"))

@@ -21,6 +21,7 @@ from app.db.indexes import (
     index_connection,
 )
 from app.db.models import Chunk, Collection, Document
+from app.db.state import plans_of_sessions
 from app.db.tenancy import SessionMaker, reading_as, registry_transaction, tenant_transaction
 from app.permissions import EVERY_DOCUMENT, Readers
 from app.retrieval import SearchMode, SearchRequest, search
@@ -137,7 +138,8 @@ async def test_a_caller_who_sees_one_percent_gets_the_exact_top_k(
     sessions, tenant_id, vectors, ids = restricted
     assert await _recalls(sessions, tenant_id, vectors, ids, SearchMode.VECTOR) == [1.0] * 30
     # the first search counted what they see; the others took the direct path's exact plan
-    assert known_plan(FEW_READER, tenant_id=tenant_id, model=FixedEmbedder.model_id) is True
+    plans = plans_of_sessions(sessions)
+    assert known_plan(plans, FEW_READER, tenant_id=tenant_id, model=FixedEmbedder.model_id)
     async with index_connection(database.owner_url, maintenance_work_mem="64MB") as owner:
         name = await create_dedicated_index(owner, tenant_id)
         try:

@@ -155,7 +155,7 @@ async def test_keep_most_accessed_counts_real_searches(
         )
         assert response.status_code == 200, response.text
         assert response.json()["chunks"][0]["document_id"] == ids["footer"]
-    assert await resources.access.flush(sessions) >= 1
+    assert await resources.returns.flush(sessions) >= 1
     shown = await tenant.http.get(f"/api/rag/documents/{ids['footer']}", headers=tenant.headers)
     assert shown.json()["access_count"] == 3
     untouched = await tenant.http.get(

@@ -35,6 +35,7 @@ from rag_client.models import (
     DocumentChange,
     DocumentPage,
     Filters,
+    FusionMethod,
     IngestResult,
     NewDocument,
     PrecomputedChunk,
@@ -98,6 +99,9 @@ class SearchOptions(TypedDict, total=False):
     collections: Sequence[str] | None
     filters: Filters | None
     ef_search: int | None
+    fusion: FusionMethod | str | None  # hybrid mode: weighted (default) or rrf
+    vector_weight: float | None  # weighted fusion: the vector side's share (default 0.6)
+    diversity: float | None  # maximal marginal relevance: 0 keeps the ranking, towards 1 varies
     rerank: bool | None
 
 

@@ -33,6 +33,13 @@ class SearchMode(StrEnum):
     HYBRID = "hybrid"
 
 
+class FusionMethod(StrEnum):
+    """How hybrid mode fuses its two rankings."""
+
+    WEIGHTED = "weighted"
+    RRF = "rrf"  # reciprocal rank fusion
+
+
 class Shortfall(StrEnum):
     """Why a search returned fewer chunks than asked."""
 
@@ -92,6 +99,9 @@ class SearchQuery(Body):
     collections: list[str] | None = None
     filters: Filters | None = None
     ef_search: int | None = None
+    fusion: FusionMethod | None = None
+    vector_weight: float | None = None
+    diversity: float | None = None
     rerank: bool | None = None
 
 
@@ -248,7 +258,7 @@ class Document(Reply):
     metadata: dict[str, JsonValue]
     access: list[str] = []  # who may see it; empty: every member of the tenant
     chunks: int
-    access_count: int | None = None  # served once similar/dedupe is merged (issue 11)
+    access_count: int | None = None  # how often searches returned it (None: an older service)
     created_at: datetime
     updated_at: datetime
 
