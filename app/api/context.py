@@ -11,8 +11,9 @@ from pydantic import BaseModel, Field
 from app.api import examples
 from app.api.deps import Consistency, ResourcesDep, SearchCaller
 from app.api.openapi import GATED, WITH_BODY
-from app.api.search_models import ChunkOut, Timings
-from app.citations import Citation, ContextMetrics
+from app.api.search_models import ChunkOut, SearchTimings
+from app.citations import Citation
+from app.inputs.replies import MetricsOut
 from app.inputs.search import ContextInput
 from app.operations import search as operations
 from app.retrieval import ContextOutcome
@@ -51,28 +52,6 @@ class CitationOut(BaseModel):
         )
 
 
-class MetricsOut(BaseModel):
-    avg_similarity: float
-    source_diversity: float = Field(description="Distinct documents / chunks used.")
-    total_chars: int
-    total_tokens: int
-    quality_score: float = Field(description="0.7 x avg_similarity + 0.3 x source_diversity.")
-    chunks_used: int
-    unique_documents: int
-
-    @classmethod
-    def of(cls, metrics: ContextMetrics) -> Self:
-        return cls(
-            avg_similarity=round(metrics.avg_similarity, 6),
-            source_diversity=round(metrics.source_diversity, 6),
-            total_chars=metrics.total_chars,
-            total_tokens=metrics.total_tokens,
-            quality_score=round(metrics.quality_score, 6),
-            chunks_used=metrics.chunks_used,
-            unique_documents=metrics.unique_documents,
-        )
-
-
 class ContextOut(BaseModel):
     context: str
     citations: list[CitationOut]
@@ -84,7 +63,7 @@ class ContextOut(BaseModel):
     )
     dropped: int = Field(description="Chunks found but left out to respect max_tokens.")
     total_found: int
-    timings: Timings
+    timings: SearchTimings
     context_ms: float
 
     @classmethod
@@ -98,7 +77,7 @@ class ContextOut(BaseModel):
             neighbors=[ChunkOut.of(hit) for hit in sorted(built.neighbours, key=_reading_order)],
             dropped=built.dropped,
             total_found=outcome.found.total_found,
-            timings=Timings.of(outcome.found),
+            timings=SearchTimings.of(outcome.found),
             context_ms=outcome.context_ms,
         )
 

@@ -41,7 +41,7 @@ class Progress(BaseModel):
     bytes_pending: int
 
 
-class Timings(BaseModel):
+class JobTimings(BaseModel):
     created_at: datetime
     started_at: datetime | None
     finished_at: datetime | None
@@ -85,7 +85,7 @@ class JobOut(BaseModel):
     )
     error: str | None
     turns: int
-    timings: Timings
+    timings: JobTimings
     callback: Callback | None = Field(description="The job's callback, when it has one.")
 
     @classmethod
@@ -108,7 +108,7 @@ class JobOut(BaseModel):
             results=_results(job.results),
             error=job.error,
             turns=job.turns,
-            timings=Timings(
+            timings=JobTimings(
                 created_at=job.created_at,
                 started_at=job.started_at,
                 finished_at=job.finished_at,

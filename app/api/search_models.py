@@ -69,7 +69,7 @@ class ChunkOut(BaseModel):
         )
 
 
-class Timings(BaseModel):
+class SearchTimings(BaseModel):
     embed_ms: float
     database_ms: float
     rerank_ms: float | None = Field(default=None, description="The second stage, when asked.")
@@ -91,7 +91,7 @@ class SearchOut(BaseModel):
     total_found: int = Field(description="Candidates that passed filters and threshold.")
     avg_similarity: float
     search_time_ms: float
-    timings: Timings
+    timings: SearchTimings
     mode: SearchMode
     model: str
     threshold: float | None
@@ -119,7 +119,7 @@ class SearchOut(BaseModel):
             total_found=outcome.total_found,
             avg_similarity=round(outcome.avg_similarity, 6),
             search_time_ms=outcome.timings_ms["total"],
-            timings=Timings.of(outcome),
+            timings=SearchTimings.of(outcome),
             mode=mode,
             model=outcome.model,
             threshold=threshold,

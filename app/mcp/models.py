@@ -15,6 +15,7 @@ from urllib.parse import urlparse
 from pydantic import BaseModel, Field, JsonValue
 
 from app.citations import ContextResult, format_chunk_for_context
+from app.inputs.replies import MetricsOut
 from app.retrieval import ContextOutcome, Fetched, Hit, SearchOutcome
 from app.retrieval.dedupe import DedupeOutcome
 from app.retrieval.similar import SimilarOutcome
@@ -160,27 +161,16 @@ class ContextCitation(BaseModel):
     source_url: str | None
 
 
-class ContextMetrics(BaseModel):
-    avg_similarity: float
-    source_diversity: float = Field(description="Distinct documents / chunks used.")
-    total_chars: int
-    total_tokens: int
-    quality_score: float = Field(description="0.7 x avg_similarity + 0.3 x source_diversity.")
-    chunks_used: int
-    unique_documents: int
-
-
 class ContextReply(BaseModel):
     context: str = Field(description="Numbered blocks ready for a prompt, each with its source.")
     citations: list[ContextCitation]
-    metrics: ContextMetrics
+    metrics: MetricsOut
     total_found: int = Field(description="Chunks that matched, before the token budget.")
     dropped: int = Field(description="Chunks found but left out to respect max_tokens.")
 
     @classmethod
     def of(cls, outcome: ContextOutcome) -> Self:
         built: ContextResult[Hit] = outcome.built
-        metrics = built.metrics
         return cls(
             context=built.context,
             citations=[
@@ -194,15 +184,7 @@ class ContextReply(BaseModel):
                 )
                 for c in built.citations
             ],
-            metrics=ContextMetrics(
-                avg_similarity=round(metrics.avg_similarity, 6),
-                source_diversity=round(metrics.source_diversity, 6),
-                total_chars=metrics.total_chars,
-                total_tokens=metrics.total_tokens,
-                quality_score=round(metrics.quality_score, 6),
-                chunks_used=metrics.chunks_used,
-                unique_documents=metrics.unique_documents,
-            ),
+            metrics=MetricsOut.of(built.metrics),
             total_found=outcome.found.total_found,
             dropped=built.dropped,
         )

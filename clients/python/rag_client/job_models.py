@@ -42,7 +42,7 @@ class Progress(Reply):
     bytes_pending: int
 
 
-class Timings(Reply):
+class JobTimings(Reply):
     created_at: datetime
     started_at: datetime | None
     finished_at: datetime | None
@@ -80,7 +80,7 @@ class Job(Reply):
     results: list[dict[str, JsonValue]]
     error: str | None
     turns: int
-    timings: Timings
+    timings: JobTimings
     callback: JobCallback | None = None
 
 

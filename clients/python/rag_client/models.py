@@ -131,7 +131,7 @@ class Chunk(Reply):
     rerank_score: float | None = None
 
 
-class Timings(Reply):
+class SearchTimings(Reply):
     embed_ms: float
     database_ms: float
     rerank_ms: float | None = None
@@ -143,7 +143,7 @@ class SearchResult(Reply):
     total_found: int
     avg_similarity: float
     search_time_ms: float
-    timings: Timings
+    timings: SearchTimings
     mode: SearchMode
     model: str
     threshold: float | None
@@ -184,7 +184,7 @@ class ContextResult(Reply):
     neighbors: list[Chunk] = Field(default_factory=list)
     dropped: int
     total_found: int
-    timings: Timings
+    timings: SearchTimings
     context_ms: float
 
 
