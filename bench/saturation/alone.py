@@ -20,7 +20,8 @@ async def measure(
     db: BenchDatabase, local: LocalEmbedder, tenant_id: str, texts: list[str]
 ) -> dict[str, Any]:
     """CPU ms per query (all of this process's threads) and the wall-clock median, of each
-    part: `embedding` (one text per call, as a search embeds), then per mode `python <mode>`
+    part: `embedding` (one text per call, as a search embeds; then in batches, per text), then
+    per mode `python <mode>`
     (the search code around the SQL, this process) and `sql <mode>` (PostgreSQL's processes)."""
     measured: dict[str, Any] = {}
     vectors: dict[str, list[float]] = {}
@@ -31,6 +32,15 @@ async def measure(
         [vectors[text]] = local.encode_blocking([local.query_prefix + text])
         walls.append(time.perf_counter() - start)
     measured["embedding"] = _part(time.process_time() - began, walls, len(texts))
+    for batch in (4, 16):  # what micro-batching concurrent queries would cost per text
+        walls, began = [], time.process_time()
+        for start in range(0, len(texts), batch):
+            tick = time.perf_counter()
+            local.encode_blocking([local.query_prefix + t for t in texts[start : start + batch]])
+            walls.append((time.perf_counter() - tick) / len(texts[start : start + batch]))
+        measured[f"embedding, batches of {batch}"] = _part(
+            time.process_time() - began, walls, len(texts)
+        )
     assert db.server is not None
     postgres = ProcessTree(postmaster_pid(db.server.pgdata))
     stub = StubEmbedder(local.model_id, local.dimensions, vectors)
