@@ -35,6 +35,7 @@ from typing import Any
 import redis
 
 from bench.kit.database import BenchDatabase, bench_database, search_tokens
+from bench.kit.paths import RESULTS
 from bench.kit.report import log, print_table, write_json
 from bench.kit.server import serve_process
 from bench.kit.synthetic import Synthetic, load_size
@@ -80,7 +81,7 @@ async def main(plan: Plan) -> None:
             "tenant_chunks": tenant.stop - tenant.start,
             "cores": os.cpu_count(),
         }
-        results["alone"] = await alone.measure(db, local, tenant.tenant_id, texts.take(300))
+        results["alone"] = await alone.measure(db, tenant.tenant_id, texts.take(300))
         _print_alone(results["alone"])
         token = search_tokens(db.settings, [tenant.tenant_id], ttl_seconds=6 * 3600)[
             tenant.tenant_id
@@ -139,6 +140,9 @@ def _service_runs(
                 "wrk": ReapedChildren(),
             }
         )
+        workers_meter = Meter(
+            {f"worker {pid}": ProcessTree(pid) for pid in _worker_pids(process.pid)}
+        )
         target = Target(url, "/api/rag/search", token)
         _warm(target, cached, meter)
         for series in plan.series:
@@ -152,9 +156,14 @@ def _service_runs(
                     ]
                 else:
                     bodies = [body(t, series) for t in cached]
+                workers_meter.start()
                 result = run(target, bodies, clients=clients, seconds=plan.seconds, meter=meter)
+                per_worker = workers_meter.stop()
                 rate = max(rate, result.per_second)
                 rows.append(_row(f"service, {workers} worker{'s' * (workers > 1)}", series, result))
+                rows[-1]["busiest_worker_share"] = round(
+                    max(per_worker.values()) / (sum(per_worker.values()) or 1), 3
+                )
                 _print_run(rows[-1])
         if plan.profile_seconds and workers == max(plan.workers):
             for series in ("vector-new", "vector-cached"):
@@ -169,6 +178,7 @@ def _service_runs(
                     [body(t, series) for t in texts_of],
                     clients=16,
                     seconds=plan.profile_seconds,
+                    keep=RESULTS / f"saturation-stacks-{series}.txt",
                 )
                 rows.append({"engine": "profile", "series": series, "parts": shares})
                 print_table(
@@ -183,6 +193,16 @@ def _warm(target: Target, cached: list[str], meter: Meter) -> None:
     """The cached texts in every worker's query cache (new texts since may have pushed them
     out), and the connections of 16 clients open."""
     run(target, [body(t, "vector") for t in cached], clients=16, seconds=3, meter=meter)
+
+
+def _worker_pids(pid: int) -> list[int]:
+    import psutil
+
+    return [
+        child.pid
+        for child in psutil.Process(pid).children()
+        if "resource_tracker" not in " ".join(child.cmdline())
+    ]
 
 
 def _wait_for_workers(pid: int, workers: int, seconds: float = 120) -> None:
@@ -235,6 +255,7 @@ def _print_run(row: dict[str, Any]) -> None:
         f"  {row['engine']:<22} {row['series']:<14} c={row['clients']:<3} "
         f"{row['per_second']:7.1f}/s  p50 {row['p50_ms']:.1f}  p99 {row['p99_ms']:.1f} ms  "
         f"errors {row['errors']}  cpu ms/req: {parts}"
+        f"  busiest worker {row.get('busiest_worker_share', 1):.0%}"
     )
 
 

@@ -39,7 +39,13 @@ PARTS: tuple[tuple[str, tuple[str, ...]], ...] = (
 
 
 def sample(
-    pid: int, target: Target, bodies: list[str], *, clients: int, seconds: float
+    pid: int,
+    target: Target,
+    bodies: list[str],
+    *,
+    clients: int,
+    seconds: float,
+    keep: Path | None = None,
 ) -> dict[str, float]:
     """Share of one worker's sampled CPU per part, while wrk runs for `seconds`."""
     py_spy = shutil.which("py-spy") or str(Path(sys.executable).with_name("py-spy"))
@@ -80,8 +86,10 @@ def sample(
         spy.wait()
         load.join()
         text = out.read_text()
-        Path(f"/tmp/stacks-{len(bodies)}.txt").write_text(text)
-        return shares(text)
+    if keep is not None:  # the stacks themselves, for a flame graph or a closer look
+        keep.parent.mkdir(parents=True, exist_ok=True)
+        keep.write_text(text)
+    return shares(text)
 
 
 # leaf frames of threads that wait (py-spy counts some of them as running)

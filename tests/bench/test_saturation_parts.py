@@ -1,0 +1,53 @@
+"""The saturation bench's parts that the reliability test does not drive: Chroma's HTTP
+server as the peer (started, loaded, queried by wrk) and the profile's sums by part."""
+
+from __future__ import annotations
+
+import uuid
+
+import numpy as np
+import pytest
+
+from bench.kit.synthetic import Loaded, TenantSlice
+from bench.saturation.chroma import ChromaServer
+from bench.saturation.cpu import Meter, ProcessTree, ReapedChildren
+from bench.saturation.profile import shares
+from bench.saturation.wrk import Target, run
+
+
+def test_the_profile_sums_samples_by_part_and_leaves_waits_out() -> None:
+    collapsed = "\n".join(
+        [
+            "main;Server.run (uvicorn/server.py:86);Session.run (onnxruntime/x.py:1) 30",
+            "main;APIRoute.handle (fastapi/routing.py:1);execute (asyncpg/connection.py:1) 20",
+            "main;search (app/retrieval/search.py:59) 10",
+            "thread;Condition.wait (threading.py:327) 500",  # a waiting thread: not CPU
+        ]
+    )
+    found = shares(collapsed)
+    assert found == pytest.approx(
+        {
+            "query embedding (ONNX, tokenizer)": 0.5,
+            "database driver (asyncpg)": 1 / 3,
+            "service code (app/)": 1 / 6,
+        }
+    )
+
+
+@pytest.mark.slow
+def test_chroma_server_is_loaded_and_answers_the_load() -> None:
+    rng = np.random.default_rng(7)
+    vectors = rng.normal(size=(400, 8)).astype(np.float32)
+    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+    tenants = [TenantSlice("a", "50%", 0, 200), TenantSlice("b", "50%", 200, 400)]
+    loaded = Loaded(400, tenants, vectors, [uuid.uuid4() for _ in range(400)], {})
+    with ChromaServer() as chroma:
+        chroma.load(loaded)
+        bodies = [chroma.query_body(v.tolist(), "b") for v in vectors[:50]]
+        meter = Meter({"chroma": ProcessTree(chroma.pid), "wrk": ReapedChildren()})
+        result = run(
+            Target(chroma.base_url, chroma.query_path), bodies, clients=4, seconds=2, meter=meter
+        )
+    assert result.requests > 4, result
+    assert result.errors == 0, result
+    assert result.cpu_s["chroma"] > 0
