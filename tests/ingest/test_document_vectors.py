@@ -23,7 +23,7 @@ pytestmark = pytest.mark.on_citus
 SQL_MEANS = text(
     "SELECT d.external_id, d.embedding_model, d.embedding::real[] AS stored,"
     " (SELECT l2_normalize(avg(c.embedding))::real[] FROM chunks c"
-    "  WHERE c.tenant_id = d.tenant_id AND c.document_id = d.id) AS computed"
+    "  WHERE c.tenant_id = :tenant AND c.document_id = d.id) AS computed"
     " FROM documents d WHERE d.tenant_id = :tenant"
 )
 
