@@ -11,7 +11,11 @@ On the first ``--docs`` NFCorpus documents (plain text), each repeat runs back t
 (c) the same with an OpenAI-compatible embeddings server on loopback (bench/kit/fake_openai.py,
     its own process, deterministic vectors) through the service's ``OpenAIEmbedder``;
 (d) the ceiling of storing those chunks: the same rows (the fake server's vectors) by binary
-    COPY, ``copy_records_to_table`` into documents and chunks, HNSW and GIN maintained.
+    COPY, ``copy_records_to_table`` into documents and chunks, every index (HNSW included)
+    maintained, as superuser (row-level security is forced on the owner too, and refuses COPY);
+(e) the write stage alone: the pipeline's write of each slice as the runtime role, its
+    documents prepared and embedded beforehand (untimed): what (d) bounds;
+(p) parsing and chunking alone, slice by slice as the prepare stage does: (c) cannot beat it.
 
 Every ingest goes into a new tenant (every chunk is new). Medians of the repeats. Memory: the
 highest RSS of this process while the pipeline ingests ``--docs`` documents, then twice as many
@@ -29,13 +33,17 @@ from typing import Any
 
 from pydantic import SecretStr
 
+from app.db.tenancy import readers_of_sessions
 from app.embeddings import Embedder
 from app.embeddings.local import LocalEmbedder
 from app.embeddings.openai_provider import OpenAIEmbedder
 from app.errors import AppError
+from app.ingest import steps
 from app.ingest.chunking import Chunker
 from app.ingest.documents import INLINE, Limits, ingest_documents, ingest_stream
 from app.ingest.inputs import DocumentInput
+from app.ingest.versions import Pending, new_version
+from app.ingest.writing import write
 from app.resources import build_chunker
 from app.settings import EmbeddingProvider
 from bench.kit.corpus import CorpusDoc, corpus_input, prepare_corpus, read_corpus
@@ -79,6 +87,55 @@ async def end_to_end(
             raise outcome
         chunks += outcome.chunks
     return chunks / elapsed
+
+
+def prepared_slices(
+    db: BenchDatabase,
+    embedder: LookupEmbedder,
+    chunker: Chunker,
+    docs: Sequence[CorpusDoc],
+    *,
+    slice_documents: int,
+) -> tuple[list[list[Pending]], float]:
+    """The documents parsed and chunked in slices as the prepare stage does, and chunks/s."""
+    readers = readers_of_sessions(db.sessions)
+    inputs = [corpus_input(d) for d in docs]
+    slices: list[list[Pending]] = []
+    started = time.perf_counter()
+    for start in range(0, len(inputs), slice_documents):
+        prepared = steps.prepare_slice(
+            inputs[start : start + slice_documents],
+            start=start,
+            chunker=chunker,
+            embedder=embedder,
+            parser=INLINE,
+            readers=readers,
+        )
+        slices.append([p for p in prepared if isinstance(p, Pending)])
+    elapsed = time.perf_counter() - started
+    return slices, sum(len(p.prepared.drafts) for s in slices for p in s) / elapsed
+
+
+async def write_only(
+    db: BenchDatabase, embedder: LookupEmbedder, slices: list[list[Pending]], *, tenant_id: str
+) -> float:
+    """(e): chunks/s of the write stage alone, slice after slice (vectors looked up, untimed)."""
+    await create_tenants(db.sessions, [tenant_id])
+    vectors = {
+        h: embedder.vectors[t]
+        for s in slices
+        for p in s
+        for h, t in zip(p.prepared.hashes, p.prepared.texts, strict=True)
+    }
+    versions = [[new_version(p, vectors, embedder.model_id) for p in s] for s in slices]
+    chunks = 0
+    started = time.perf_counter()
+    for items, new in zip(slices, versions, strict=True):
+        for _item, outcome in await write(db.sessions, tenant_id, items, new):
+            if isinstance(outcome, AppError):
+                raise outcome
+        chunks += sum(len(v.chunks) for v in new)
+    return chunks / (time.perf_counter() - started)
 
 
 async def streamed_peak_rss(
@@ -207,6 +264,11 @@ async def measure_repeat(
         )
     copied = await copy_stage(db, prepared, fake, tenant_id=f"pipe-copy-{repeat}", writers=1)
     keep("d", copied["chunks_per_s"])
+    slices, prepare_rate = prepared_slices(
+        db, fake, chunker, docs, slice_documents=pipeline.slice_documents
+    )
+    keep("p", prepare_rate)
+    keep("e", await write_only(db, fake, slices, tenant_id=f"pipe-write-{repeat}"))
 
 
 async def measure_memory(
@@ -261,6 +323,8 @@ def report(results: dict[str, Any]) -> None:
             f"{m['c_one_slice'] / m['d']:.2f}x (d)",
         ],
         ["(d) binary COPY of the same rows", "chunks/s", m["d"], ""],
+        ["(e) the write stage alone", "chunks/s", m["e"], f"{m['e'] / m['d']:.2f}x (d)"],
+        ["(p) parsing and chunking alone", "chunks/s", m["p"], f"{m['p'] / m['d']:.2f}x (d)"],
     ]
     title = (
         f"ingestion pipeline, NFCorpus, {results['docs']} documents, {results['chunks']} chunks, "

@@ -14,6 +14,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.db import bm25_upkeep
 from app.db.models import Chunk, Collection, Document
+from app.ingest.vectors import document_vector
 
 DEFAULT_COLLECTION = "default"
 INSERT_BATCH = 500
@@ -141,9 +142,10 @@ class Written:
 async def write_versions(
     session: AsyncSession, tenant_id: str, versions: Sequence[NewVersion]
 ) -> list[Written]:
-    """Upsert the documents and replace their chunks, in a few statements whatever their
-    number: one upsert of all documents, one delete of the chunks they had, multi-row inserts
-    of the new chunks. (collection, external_id) must be unique among `versions`."""
+    """Upsert the documents (each with its vector, the mean of its new chunks' vectors) and
+    replace their chunks, in a few statements whatever their number: one upsert of all
+    documents, one delete of the chunks they had, multi-row inserts of the new chunks, the
+    BM25 upkeep. (collection, external_id) must be unique among `versions`."""
     if not versions:
         return []
     collections = {
@@ -189,9 +191,7 @@ async def write_versions(
     conn = await session.connection()
     for start in range(0, len(rows), INSERT_BATCH):
         await conn.execute(CHUNK_INSERT, rows[start : start + INSERT_BATCH])
-    written_ids = [w.document_id for w in by_version]
-    await bm25_upkeep.add_documents(session, tenant_id, written_ids)
-    await refresh_document_vectors(session, tenant_id, written_ids)
+    await bm25_upkeep.add_documents(session, tenant_id, [w.document_id for w in by_version])
     return by_version
 
 
@@ -224,6 +224,7 @@ def _document_values(
     tenant_id: str, version: NewVersion, collections: dict[str, uuid.UUID]
 ) -> dict[str, Any]:
     document = version.document
+    vector = document_vector(version.chunks)
     return {
         "id": uuid.uuid4(),
         "tenant_id": tenant_id,
@@ -236,6 +237,8 @@ def _document_values(
         "content_hash": document.content_hash,
         "access": list(document.access),
         "chunk_count": len(version.chunks),
+        "embedding": vector,
+        "embedding_model": None if vector is None else version.chunks[0]["embedding_model"],
     }
 
 
@@ -244,7 +247,16 @@ def _document_upsert() -> Any:
     batches); RETURNING rows are matched to documents by (collection, external_id)."""
     table: Table = Document.__table__  # type: ignore[assignment]
     stmt = pg_insert(table)
-    changed = ("title", "source_type", "source_url", "metadata", "content_hash", "chunk_count")
+    changed = (
+        "title",
+        "source_type",
+        "source_url",
+        "metadata",
+        "content_hash",
+        "chunk_count",
+        "embedding",
+        "embedding_model",
+    )
     return stmt.on_conflict_do_update(
         index_elements=[
             table.c.tenant_id,

@@ -123,10 +123,12 @@ async def copy_stage(
     tenant_id: str,
     writers: int,
 ) -> dict[str, Any]:
-    """Ceiling: the same kind of rows by binary COPY as superuser (no RLS), `writers`
-    connections at once, one transaction each (HNSW, GIN and the tsvector column maintained
-    as usual). The runtime role cannot COPY into a table under RLS, so this is a bound, not
-    an alternative path."""
+    """Ceiling: the same kind of rows by binary COPY into the same tables (every index, HNSW
+    included, the tsvector columns and foreign keys maintained as usual), `writers`
+    connections at once, one transaction each. As superuser: every tenant table forces
+    row-level security on its owner too, and COPY FROM is refused under it (the runtime
+    role's and the owner's alike), so this is a bound, not an alternative path; it skips the
+    policies' checks and keeps no BM25 statistics and no document vectors."""
     await create_tenants(db.sessions, [tenant_id])
     collection = uuid.uuid4()
     parts: list[tuple[list[tuple[Any, ...]], list[tuple[Any, ...]]]] = [
