@@ -146,18 +146,9 @@ def _hand_down(settings: Settings, workers: int) -> None:
             settings.migration_database_url.get_secret_value()
         )
     os.environ.setdefault("RAG_RATE_LIMIT_INSTANCES", str(workers))
-    if settings.embedding_threads == 0:  # the cores shared out: no process oversubscribes them
-        os.environ.setdefault("RAG_EMBEDDING_THREADS", str(embedding_threads(workers)))
 
 
 def default_workers(settings: Settings) -> int:
     """One process per core when Redis holds the rate limit (the limit stays exact across
     them); one process without it, where each process would admit only its share."""
     return available_cores() if settings.redis_url is not None else 1
-
-
-def embedding_threads(workers: int) -> int:
-    """ONNX Runtime threads per worker: the cores shared out. A short query gains nothing
-    from a second thread (docs/BENCHMARKS.md, "Searches per second at saturation"), and
-    workers that each take every core make the CPU switch between them."""
-    return max(1, available_cores() // workers)

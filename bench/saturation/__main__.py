@@ -63,6 +63,7 @@ class Plan:
     redis_url: str
     chart: Path | None
     server_env: dict[str, str]
+    variants: list[dict[str, str]]  # servers started in turn on the same data, compared
 
 
 def body(text: str, series: str) -> str:
@@ -81,14 +82,20 @@ async def main(plan: Plan) -> None:
             "tenant_chunks": tenant.stop - tenant.start,
             "cores": os.cpu_count(),
         }
-        results["alone"] = await alone.measure(db, tenant.tenant_id, texts.take(300))
+        results["alone"] = await alone.measure(
+            db,
+            tenant.tenant_id,
+            texts.take(300),
+            threads=int(plan.server_env.get("RAG_EMBEDDING_THREADS", "0")),
+        )
         _print_alone(results["alone"])
         token = search_tokens(db.settings, [tenant.tenant_id], ttl_seconds=6 * 3600)[
             tenant.tenant_id
         ]
         runs: list[dict[str, Any]] = []
         for workers in plan.workers:
-            runs += _service_runs(db, plan, workers, token, texts, cached)
+            for variant in plan.variants or [{}]:
+                runs += _service_runs(db, plan, workers, token, texts, cached, variant)
         for peer in plan.peers:
             runs += _peer_runs(peer, plan, local, loaded, tenant, cached + texts.take(2000))
         results["runs"] = runs
@@ -122,12 +129,14 @@ def _service_runs(
     token: str,
     texts: TextSupply,
     cached: list[str],
+    variant: dict[str, str],
 ) -> list[dict[str, Any]]:
     redis.Redis.from_url(plan.redis_url).flushdb()
     assert db.server is not None, "the CPU of PostgreSQL is read from the embedded server"
     log(f"rag serve --workers {workers}")
     rows: list[dict[str, Any]] = []
-    with serve_process(db, redis_url=plan.redis_url, workers=workers, env=plan.server_env) as (
+    environment = plan.server_env | variant
+    with serve_process(db, redis_url=plan.redis_url, workers=workers, env=environment) as (
         url,
         process,
     ):
@@ -160,7 +169,9 @@ def _service_runs(
                 result = run(target, bodies, clients=clients, seconds=plan.seconds, meter=meter)
                 per_worker = workers_meter.stop()
                 rate = max(rate, result.per_second)
-                rows.append(_row(f"service, {workers} worker{'s' * (workers > 1)}", series, result))
+                named = ", ".join(f"{k}={v}" for k, v in variant.items())
+                engine = f"service, {workers} worker{'s' * (workers > 1)}"
+                rows.append(_row(f"{engine}{', ' + named if named else ''}", series, result))
                 rows[-1]["busiest_worker_share"] = round(
                     max(per_worker.values()) / (sum(per_worker.values()) or 1), 3
                 )
@@ -196,13 +207,15 @@ def _warm(target: Target, cached: list[str], meter: Meter) -> None:
 
 
 def _worker_pids(pid: int) -> list[int]:
+    """The worker processes; `rag serve` with one worker serves in its own process."""
     import psutil
 
-    return [
+    children = [
         child.pid
         for child in psutil.Process(pid).children()
         if "resource_tracker" not in " ".join(child.cmdline())
     ]
+    return children or [pid]
 
 
 def _wait_for_workers(pid: int, workers: int, seconds: float = 120) -> None:
@@ -285,6 +298,14 @@ def parse(argv: list[str]) -> Plan:
         metavar="NAME=VALUE",
         help="a setting for `rag serve`, e.g. RAG_EMBEDDING_THREADS=2 (repeatable)",
     )
+    parser.add_argument(
+        "--variant",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE[,NAME=VALUE]",
+        help="one server per variant, in turn on the same data, e.g. --variant"
+        " RAG_EMBEDDING_THREADS=2 --variant RAG_EMBEDDING_THREADS=1 (repeat a pair to interleave)",
+    )
     args = parser.parse_args(argv)
     series = [s for s in args.series.split(",") if s]
     if unknown := set(series) - set(SERIES):
@@ -300,6 +321,9 @@ def parse(argv: list[str]) -> Plan:
         redis_url=args.redis_url,
         chart=args.chart,
         server_env=dict(item.split("=", 1) for item in args.server_env),
+        variants=[
+            dict(pair.split("=", 1) for pair in variant.split(",")) for variant in args.variant
+        ],
     )
 
 

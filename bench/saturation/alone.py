@@ -18,15 +18,18 @@ from bench.kit.stubs import StubEmbedder
 from bench.saturation.cpu import ProcessTree, postmaster_pid
 
 
-async def measure(db: BenchDatabase, tenant_id: str, texts: list[str]) -> dict[str, Any]:
+async def measure(
+    db: BenchDatabase, tenant_id: str, texts: list[str], *, threads: int = 0
+) -> dict[str, Any]:
     """CPU ms per query (all of this process's threads) and the wall-clock median, of each
     part: `embedding` (one text per call, as a search embeds; then in batches, per text), then
     per mode `python <mode>`
     (the search code around the SQL, this process) and `sql <mode>` (PostgreSQL's processes)."""
     measured: dict[str, Any] = {}
     vectors: dict[str, list[float]] = {}
-    # one ONNX thread, as each of two workers on two cores has (app/cli/server.py)
-    local = LocalEmbedder.load(db.settings.model_copy(update={"embedding_threads": 1}))
+    # the ONNX threads the server's workers have (RAG_EMBEDDING_THREADS; 0: the cores)
+    settings = db.settings.model_copy(update={"embedding_threads": threads})
+    local = LocalEmbedder.load(settings)
     local.encode_blocking(texts[:5])  # the first calls allocate
     walls, began = [], time.process_time()
     for text in texts:
@@ -43,7 +46,7 @@ async def measure(db: BenchDatabase, tenant_id: str, texts: list[str]) -> dict[s
         measured[f"embedding, batches of {batch}"] = _part(
             time.process_time() - began, walls, len(texts)
         )
-    measured["embedding, two processes at once"] = _two_at_once(db.settings, texts)
+    measured["embedding, two processes at once"] = _two_at_once(settings, texts)
     assert db.server is not None
     postgres = ProcessTree(postmaster_pid(db.server.pgdata))
     stub = StubEmbedder(local.model_id, local.dimensions, vectors)
@@ -65,9 +68,8 @@ async def measure(db: BenchDatabase, tenant_id: str, texts: list[str]) -> dict[s
 
 
 def _two_at_once(settings: Settings, texts: list[str]) -> dict[str, float]:
-    """Two processes embedding one text per call at the same time, one ONNX thread each, as
-    two busy workers do: the CPU of one inference grows when the other core computes too
-    (shared caches and memory bandwidth)."""
+    """Two processes embedding one text per call at the same time, as two busy workers do:
+    whether the CPU of one inference grows when the other core computes too."""
     context = multiprocessing.get_context("spawn")
     with context.Pool(2) as pool:
         results = pool.starmap(_embed_alone, [(settings, texts), (settings, texts)])
@@ -78,7 +80,7 @@ def _two_at_once(settings: Settings, texts: list[str]) -> dict[str, float]:
 
 
 def _embed_alone(settings: Settings, texts: list[str]) -> tuple[float, float]:
-    local = LocalEmbedder.load(settings.model_copy(update={"embedding_threads": 1}))
+    local = LocalEmbedder.load(settings)
     local.encode_blocking(texts[:5])
     walls, began = [], time.process_time()
     for text in texts:

@@ -62,11 +62,15 @@ def chart(runs: list[dict[str, Any]], path: Path) -> None:
         if r["engine"] != "profile":
             lines.setdefault((r["engine"], r["series"]), []).append((r["clients"], r["per_second"]))
     figure, axes = plt.subplots(figsize=(8, 4.5))
+    colours = {series: f"C{i}" for i, series in enumerate(dict.fromkeys(s for _, s in lines))}
     for (engine, series), points in lines.items():
         clients, rates = zip(*sorted(points), strict=True)
-        style = "--" if "Chroma" in engine else "-"
-        axes.plot(clients, rates, style, marker="o", label=f"{engine}: {series}")
+        style = ":" if "Chroma" in engine else "-" if "2 workers" in engine else "--"
+        label = f"{engine}: {series}"
+        axes.plot(clients, rates, style, color=colours[series], marker="o", label=label)
     axes.set_xscale("log", base=2)
+    ticks = sorted({r["clients"] for r in runs if "clients" in r})
+    axes.set_xticks(ticks, [str(t) for t in ticks])
     axes.set_xlabel("closed-loop clients")
     axes.set_ylabel("searches per second")
     axes.set_title("Searches per second at saturation (2 cores, 100k chunks)")
