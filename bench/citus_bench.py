@@ -254,6 +254,7 @@ async def measure_searches(
     targets: Sequence[Target], corpus: Corpus, *, queries: int, warm: int = 10
 ) -> list[dict[str, Any]]:
     rng = np.random.default_rng(5)
+    row_of = index_rows(corpus)
     measured = [t for t in corpus.tenants if t.label in MEASURED]
     embedder = StubEmbedder(MODEL, DIMENSIONS)
     samples: dict[tuple[str, str, str], list[float]] = {}
@@ -278,7 +279,7 @@ async def measure_searches(
                         continue
                     samples.setdefault((target.name, tenant.name, mode.value), []).append(elapsed)
                     if mode is SearchMode.VECTOR:
-                        found = {ROW_OF[(hit.external_id, hit.chunk_index)] for hit in outcome.hits}
+                        found = {row_of[(hit.external_id, hit.chunk_index)] for hit in outcome.hits}
                         recalls.setdefault((target.name, tenant.name), []).append(
                             len(found & wanted) / len(wanted)
                         )
@@ -328,22 +329,20 @@ async def statements_per_search(
     return found
 
 
-# (external id, chunk index) -> the corpus row it holds
-ROW_OF: dict[tuple[str | None, int], int] = {}
-
-
-def index_rows(corpus: Corpus) -> None:
+def index_rows(corpus: Corpus) -> dict[tuple[str | None, int], int]:
+    """(external id, chunk index) -> the corpus row it holds."""
+    row_of: dict[tuple[str | None, int], int] = {}
     for tenant in corpus.tenants:
         for start in range(0, len(tenant.rows), CHUNKS_PER_DOCUMENT):
             part = tenant.rows[start : start + CHUNKS_PER_DOCUMENT]
             for index, row in enumerate(part):
-                ROW_OF[(f"doc-{int(part[0])}", index)] = int(row)
+                row_of[(f"doc-{int(part[0])}", index)] = int(row)
+    return row_of
 
 
 async def run(args: argparse.Namespace) -> dict[str, Any]:
     began = time.perf_counter()
     corpus = make_corpus(args.chunks)
-    index_rows(corpus)
     async with one_server() as single, citus_cluster() as citus:
         targets = [single, citus]
         ingestion = {}

@@ -57,18 +57,18 @@ async def search(
     least top_k) and the reranker orders them; when it fails, the first stage's order stands
     and `rerank_note` says why."""
     if not (request.rerank and reranker is not None):
-        return await _first_stage(sessions, embedder, tenant_id=tenant_id, request=request,
-                                  returns=returns)  # fmt: skip
+        return await _first_stage(
+            sessions, embedder, tenant_id=tenant_id, request=request, returns=returns
+        )
     wide = replace(request, top_k=max(request.top_k, request.rerank_candidates))
     found = await _first_stage(sessions, embedder, tenant_id=tenant_id, request=wide)
     started = time.perf_counter()
     note = None
     try:
         ranked = await reranker.rerank(request.query, [hit.content for hit in found.hits])
-        order = [found.hits[r.index] for r in ranked]
-        scores = {r.index: round(r.score, 6) for r in ranked}
-        hits = [replace(found.hits[r.index], rerank_score=scores[r.index]) for r in ranked]
-        hits += [hit for hit in found.hits if hit not in order]  # any the reply left out
+        scores = {r.index: round(r.score, 6) for r in ranked}  # in the reranker's order
+        hits = [replace(found.hits[i], rerank_score=score) for i, score in scores.items()]
+        hits += [hit for i, hit in enumerate(found.hits) if i not in scores]  # any it left out
     except RerankSkipped as skipped:
         note = f"reranking skipped: {skipped.note}; the first stage's order is kept"
         hits = list(found.hits)

@@ -8,6 +8,8 @@ import os
 import subprocess
 import sys
 import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import asyncpg
@@ -167,55 +169,62 @@ def _untouched(cluster: Cluster, database: str) -> bool:
     )
 
 
+@contextmanager
+def _scratch_database(cluster: Cluster, prefix: str) -> Iterator[str]:
+    """A database of the cluster's for one test, dropped after it."""
+    name = f"{prefix}_{uuid.uuid4().hex[:6]}"
+    cluster.create_database(name)
+    try:
+        yield name
+    finally:
+        cluster.drop_database(name)
+
+
+def _assert_refused(cluster: Cluster, name: str, command_line: list[str], *said: str) -> None:
+    """`rag COMMAND` exits 1 saying each of `said`, without a traceback, and changes nothing."""
+    done = _rag(command_line, _env(cluster, name))
+    assert done.returncode == 1, done.stderr
+    for text in said:
+        assert text in done.stderr
+    assert "Traceback" not in done.stderr
+    assert _untouched(cluster, name)
+
+
 def test_a_coordinator_without_the_needed_setting_is_refused_with_what_to_do(
     cluster: Cluster,
 ) -> None:
-    name = f"rag_unset_{uuid.uuid4().hex[:6]}"
-    cluster.create_database(name)
-    try:
+    with _scratch_database(cluster, "rag_unset") as name:
         cluster.sql(
             f'ALTER DATABASE "{name}" SET citus.propagate_set_commands = none', database=name
         )
         for command_line in (["migrate"], ["serve", "--port", "1"]):
-            done = _rag(command_line, _env(cluster, name))
-            assert done.returncode == 1, done.stderr
-            assert "citus.propagate_set_commands" in done.stderr
-            assert "ALTER SYSTEM SET citus.propagate_set_commands = 'local'" in done.stderr
-            assert "Traceback" not in done.stderr
-        assert _untouched(cluster, name)
-    finally:
-        cluster.drop_database(name)
+            _assert_refused(
+                cluster,
+                name,
+                command_line,
+                "citus.propagate_set_commands",
+                "ALTER SYSTEM SET citus.propagate_set_commands = 'local'",
+            )
 
 
 def test_a_worker_without_the_extension_is_named(cluster: Cluster) -> None:
-    name = f"rag_noext_{uuid.uuid4().hex[:6]}"
-    cluster.create_database(name)
     worker = cluster.workers[0]
-    try:
+    with _scratch_database(cluster, "rag_noext") as name:
         cluster.sql("DROP EXTENSION citus", node=worker, database=name)
-        done = _rag(["migrate"], _env(cluster, name))
-        assert done.returncode == 1, done.stderr
-        assert f"worker 127.0.0.1:{worker.port}" in done.stderr
-        assert "CREATE EXTENSION citus" in done.stderr
-        assert "Traceback" not in done.stderr
-        assert _untouched(cluster, name)
-    finally:
-        cluster.drop_database(name)
+        _assert_refused(
+            cluster,
+            name,
+            ["migrate"],
+            f"worker 127.0.0.1:{worker.port}",
+            "CREATE EXTENSION citus",
+        )
 
 
 def test_a_coordinator_without_workers_is_refused(cluster: Cluster) -> None:
-    name = f"rag_alone_{uuid.uuid4().hex[:6]}"
-    cluster.create_database(name)
-    try:
+    with _scratch_database(cluster, "rag_alone") as name:
         for worker in cluster.workers:
             cluster.sql(f"SELECT citus_remove_node('127.0.0.1', {worker.port})", database=name)
-        done = _rag(["migrate"], _env(cluster, name))
-        assert done.returncode == 1, done.stderr
-        assert "no workers" in done.stderr
-        assert "citus_add_node" in done.stderr
-        assert _untouched(cluster, name)
-    finally:
-        cluster.drop_database(name)
+        _assert_refused(cluster, name, ["migrate"], "no workers", "citus_add_node")
 
 
 def test_the_job_callbacks_migration_downgrades_and_upgrades_on_the_distributed_schema(

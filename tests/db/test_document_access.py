@@ -3,17 +3,11 @@ reads when nobody is named, the exact plan for small visible sets, migration 000
 
 from __future__ import annotations
 
-import os
-
 import pytest
-from alembic import command
-from sqlalchemy import Connection, text
+from sqlalchemy import text
 from sqlalchemy.exc import IntegrityError
-from sqlalchemy.ext.asyncio import create_async_engine
+from sqlalchemy.ext.asyncio import AsyncConnection
 
-from app.db.embedded import OWNER_ROLE, bootstrap, drop_database, with_database, with_user
-from app.db.engine import async_url
-from app.db.migrate import alembic_config, migrate
 from app.db.state import plans_of_sessions
 from app.db.tenancy import SessionMaker, reading_as, tenant_transaction, transaction_settings
 from app.ingest.catalog import DocumentChange, update_document
@@ -23,14 +17,11 @@ from app.ingest.parsing import SourceType
 from app.permissions import EVERY_DOCUMENT, NO_READERS, Readers, normalized_access
 from app.retrieval.visibility import access_lists_matter, known_plan, visible_scope
 from tests.conftest import (
-    APP_PASSWORD,
-    APP_ROLE,
-    DIMENSIONS,
-    OWNER_PASSWORD,
     DatabaseUrls,
     registered_tenant,
     small_chunker,
 )
+from tests.db.migrations import down_and_up
 from tests.fakes import WordHashEmbedder
 
 pytestmark = pytest.mark.on_citus
@@ -239,39 +230,18 @@ def test_access_lists_are_normalized_and_checked() -> None:
 @pytest.mark.slow
 @pytest.mark.single_node  # a database of its own, migrated down and up
 async def test_migration_0008_downgrades_and_upgrades_again(database: DatabaseUrls) -> None:
-    name = f"rag_test_access_{os.getpid()}"
-    server = database.superuser_url
-    owner_url = with_user(with_database(server, name), OWNER_ROLE, OWNER_PASSWORD)
-    app_url = with_user(with_database(server, name), APP_ROLE, APP_PASSWORD)
-    await drop_database(server, name)
-    await bootstrap(server, database=name, owner=OWNER_ROLE, owner_password=OWNER_PASSWORD)
-    common = {"embedding_dimensions": DIMENSIONS, "app_role": APP_ROLE, "app_url": app_url}
-    config = alembic_config(embedding_dimensions=DIMENSIONS, app_role=APP_ROLE)
-
-    def downgrade(conn: Connection) -> None:
-        config.attributes["connection"] = conn
-        command.downgrade(config, "0007")
-
-    engine = create_async_engine(async_url(owner_url))
-    try:
-        await migrate(owner_url, **common)  # type: ignore[arg-type]
-        async with engine.connect() as conn:
-            await conn.run_sync(downgrade)
-            await conn.commit()
-            columns = await conn.scalar(
-                text(
-                    "select count(*) from information_schema.columns"
-                    " where table_name in ('documents', 'chunks') and column_name = 'access'"
-                )
+    async def no_access_columns(conn: AsyncConnection) -> None:
+        columns = await conn.scalar(
+            text(
+                "select count(*) from information_schema.columns"
+                " where table_name in ('documents', 'chunks') and column_name = 'access'"
             )
-            assert columns == 0
-        await migrate(owner_url, **common)  # type: ignore[arg-type]
-        async with engine.connect() as conn:
-            policy = await conn.scalar(
-                text("select qual from pg_policies where tablename = 'chunks'")
-            )
-            assert "rag_principals" in str(policy)
-            assert "rag_every_list" in str(policy)  # 0009: every arm an index condition
-    finally:
-        await engine.dispose()
-        await drop_database(server, name)
+        )
+        assert columns == 0
+
+    async def policy_of_today(conn: AsyncConnection) -> None:
+        policy = await conn.scalar(text("select qual from pg_policies where tablename = 'chunks'"))
+        assert "rag_principals" in str(policy)
+        assert "rag_every_list" in str(policy)  # 0009: every arm an index condition
+
+    await down_and_up(database, to="0007", after_down=no_access_columns, after_up=policy_of_today)

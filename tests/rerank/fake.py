@@ -5,13 +5,13 @@ reranker's order from the first stage's), and answering with the statuses of its
 from __future__ import annotations
 
 import json
-import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
+
+from tests.loopback import Reply, loopback_server
 
 PATHS = {"cohere": "/v2/rerank", "jina": "/v1/rerank", "tei": "/rerank"}
 
@@ -45,30 +45,12 @@ class FakeReranker:
 def fake_reranker(provider: str, favourite: str) -> Iterator[FakeReranker]:
     fake = FakeReranker(provider, favourite)
 
-    class Handler(BaseHTTPRequestHandler):
-        def do_POST(self) -> None:
-            body = json.loads(self.rfile.read(int(self.headers.get("content-length", "0"))))
-            headers = {name.lower(): value for name, value in self.headers.items()}
-            if fake.delay_seconds:
-                time.sleep(fake.delay_seconds)
-            status, reply = fake.answer(self.path, headers, body)
-            data = json.dumps(reply).encode()
-            self.send_response(status)
-            self.send_header("content-type", "application/json")
-            self.send_header("content-length", str(len(data)))
-            self.end_headers()
-            self.wfile.write(data)
+    def answer(path: str, headers: dict[str, str], body: bytes) -> Reply:
+        if fake.delay_seconds:
+            time.sleep(fake.delay_seconds)
+        status, reply = fake.answer(path, headers, json.loads(body))
+        return Reply(status, json.dumps(reply).encode(), "application/json")
 
-        def log_message(self, format: str, *args: object) -> None:
-            return None
-
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    fake.url = f"http://127.0.0.1:{server.server_address[1]}"
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
+    with loopback_server(answer) as url:
+        fake.url = url
         yield fake
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join(10)

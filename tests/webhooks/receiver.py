@@ -9,9 +9,10 @@ import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 from standardwebhooks.webhooks import Webhook, WebhookVerificationError
+
+from tests.loopback import Reply, loopback_server
 
 
 @dataclass
@@ -56,25 +57,9 @@ class Receiver:
 def receiving(secret: str, statuses: list[int]) -> Iterator[Receiver]:
     receiver = Receiver(secret, statuses)
 
-    class Handler(BaseHTTPRequestHandler):
-        def do_POST(self) -> None:
-            body = self.rfile.read(int(self.headers.get("content-length", "0")))
-            headers = {name.lower(): value for name, value in self.headers.items()}
-            status = receiver.answer(body, headers)
-            self.send_response(status)
-            self.send_header("content-length", "0")
-            self.end_headers()
+    def answer(_path: str, headers: dict[str, str], body: bytes) -> Reply:
+        return Reply(receiver.answer(body, headers))
 
-        def log_message(self, format: str, *args: object) -> None:
-            return None
-
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    receiver.url = f"http://127.0.0.1:{server.server_address[1]}/hooks/rag"
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
+    with loopback_server(answer) as url:
+        receiver.url = f"{url}/hooks/rag"
         yield receiver
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join(10)
