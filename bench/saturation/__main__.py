@@ -40,7 +40,14 @@ from bench.kit.report import log, print_table, write_json
 from bench.kit.server import serve_process
 from bench.kit.synthetic import Synthetic, load_size
 from bench.saturation import alone, profile
-from bench.saturation.cpu import Meter, ProcessTree, ReapedChildren, RedisServer, postmaster_pid
+from bench.saturation.cpu import (
+    Meter,
+    ProcessTree,
+    ReapedChildren,
+    RedisServer,
+    postmaster_pid,
+    worker_pids,
+)
 from bench.saturation.report import chart, run_table
 from bench.saturation.texts import TextSupply, distinct_texts
 from bench.saturation.wrk import RunResult, Target, run
@@ -208,14 +215,7 @@ def _warm(target: Target, cached: list[str], meter: Meter) -> None:
 
 def _worker_pids(pid: int) -> list[int]:
     """The worker processes; `rag serve` with one worker serves in its own process."""
-    import psutil
-
-    children = [
-        child.pid
-        for child in psutil.Process(pid).children()
-        if "resource_tracker" not in " ".join(child.cmdline())
-    ]
-    return children or [pid]
+    return worker_pids(pid) or [pid]
 
 
 def _wait_for_workers(pid: int, workers: int, seconds: float = 120) -> None:
@@ -224,8 +224,7 @@ def _wait_for_workers(pid: int, workers: int, seconds: float = 120) -> None:
 
     deadline = time.monotonic() + seconds
     while time.monotonic() < deadline:
-        parent = psutil.Process(pid)
-        children = [c for c in parent.children() if "resource_tracker" not in " ".join(c.cmdline())]
+        children = [psutil.Process(child) for child in worker_pids(pid)]
         if workers == 1 or len(children) >= workers:
             busy = sum(c.cpu_percent(interval=0.5) for c in children) if children else 0
             if busy < 10:

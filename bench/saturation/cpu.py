@@ -35,6 +35,16 @@ class ProcessTree:
         return float(total)
 
 
+def worker_pids(pid: int) -> list[int]:
+    """The worker processes of the `rag serve` process `pid` (its children but
+    multiprocessing's resource tracker); none when it serves in its own process."""
+    return [
+        child.pid
+        for child in psutil.Process(pid).children()
+        if "resource_tracker" not in " ".join(child.cmdline())
+    ]
+
+
 def postmaster_pid(pgdata: Path) -> int:
     """The PostgreSQL server's pid, from its data directory."""
     return int((pgdata / "postmaster.pid").read_text().split("\n", 1)[0])

@@ -12,9 +12,7 @@ import threading
 from collections import Counter
 from pathlib import Path
 
-import psutil
-
-from bench.saturation.cpu import Meter, ReapedChildren
+from bench.saturation.cpu import Meter, ReapedChildren, worker_pids
 from bench.saturation.wrk import Target, run
 
 # (part, substrings of a frame's "function (file)"), innermost frame matched first
@@ -51,11 +49,7 @@ def sample(
     py_spy = shutil.which("py-spy") or str(Path(sys.executable).with_name("py-spy"))
     if not Path(py_spy).exists():
         raise SystemExit("--profile needs py-spy: pip install py-spy")
-    worker = next(
-        c.pid
-        for c in psutil.Process(pid).children()
-        if "resource_tracker" not in " ".join(c.cmdline())
-    )
+    worker = worker_pids(pid)[0]
     with tempfile.TemporaryDirectory() as scratch:
         out = Path(scratch) / "stacks.txt"
         command = [

@@ -11,7 +11,7 @@ import json
 import psutil
 import pytest
 
-from bench.saturation.cpu import Meter, ReapedChildren
+from bench.saturation.cpu import Meter, ReapedChildren, worker_pids
 from bench.saturation.texts import distinct_texts
 from bench.saturation.wrk import Target as LoadTarget
 from bench.saturation.wrk import run
@@ -30,12 +30,7 @@ def _worker_rss_mb(port: int) -> list[float]:
         for p in psutil.process_iter(["cmdline"])
         if "serve" in (p.info["cmdline"] or []) and str(port) in (p.info["cmdline"] or [])
     ]
-    workers = [
-        child
-        for child in supervisor.children()
-        if "resource_tracker" not in " ".join(child.cmdline())
-    ]
-    return [worker.memory_info().rss / 2**20 for worker in workers]
+    return [psutil.Process(w).memory_info().rss / 2**20 for w in worker_pids(supervisor.pid)]
 
 
 def test_two_workers_answer_every_request_under_saturation(redis_url: str) -> None:
