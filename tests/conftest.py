@@ -10,10 +10,11 @@ import tempfile
 import time
 import uuid
 from collections.abc import AsyncIterator, Callable, Iterator
-from contextlib import asynccontextmanager
+from contextlib import ExitStack, asynccontextmanager
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+import asyncpg
 import pytest
 import redis
 from fastapi import FastAPI
@@ -44,6 +45,7 @@ from app.settings import EmbeddingProvider, Settings
 from app.tenants import TenantDirectory, create_tenant
 from tests.citus.cluster import Cluster, running_cluster
 from tests.fakes import WordHashEmbedder
+from tests.parallel import ModuleScheduling, register_rss_log, slow_modules_first
 from tests.processes import PrivateRedis, free_port
 
 TEST_REDIS_DB = 15
@@ -118,6 +120,37 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             for item in items
             if item.get_closest_marker("on_citus") and not item.get_closest_marker("single_node")
         ]
+    slow_modules_first(items)
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> ModuleScheduling:
+    return ModuleScheduling(config, log)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """With --citus, the process that runs the session (xdist's controller, or pytest alone)
+    starts the one cluster every worker's database lives on (`CITUS_CLUSTER`), unless one is
+    given already."""
+    register_rss_log(config)
+    if not config.getoption("--citus") or hasattr(config, "workerinput"):
+        return
+    if CITUS_CLUSTER in os.environ:
+        return
+    stack = ExitStack()
+    config.stash[_CLUSTER_STACK] = stack
+    cluster = stack.enter_context(running_cluster())
+    os.environ[CITUS_CLUSTER] = cluster.to_json()
+    stack.callback(os.environ.pop, CITUS_CLUSTER, None)
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    if stack := config.stash.get(_CLUSTER_STACK, None):
+        stack.close()
+
+
+CITUS_CLUSTER = "RAG_TEST_CITUS_CLUSTER"  # a running cluster, as Cluster.to_json describes it
+_CLUSTER_STACK = pytest.StashKey[ExitStack]()
 
 
 # For a test's own SQL that reads every tenant's rows on purpose (to show row-level security
@@ -161,8 +194,10 @@ def database(pytestconfig: pytest.Config) -> Iterator[DatabaseUrls]:
     server's directory is not under pytest's basetemp, which pytest keeps private (0700) from
     the server's system user."""
     if pytestconfig.getoption("--citus"):
-        with running_cluster() as cluster:
-            yield asyncio.run(citus_database(cluster, f"rag_test_{os.getpid()}"))
+        cluster = Cluster.from_json(os.environ[CITUS_CLUSTER])
+        name = f"rag_test_{os.getpid()}"
+        yield asyncio.run(citus_database(cluster, name))
+        cluster.drop_database(name)
         return
     superuser_url, stop = _start_server(Path(tempfile.mkdtemp(prefix="rag-test-pg-")))
     name = f"rag_test_{os.getpid()}"
@@ -170,13 +205,20 @@ def database(pytestconfig: pytest.Config) -> Iterator[DatabaseUrls]:
     app_url = with_user(with_database(superuser_url, name), APP_ROLE, APP_PASSWORD)
 
     async def prepare() -> None:
-        await drop_database(superuser_url, name)
-        await bootstrap(
-            superuser_url, database=name, owner=OWNER_ROLE, owner_password=OWNER_PASSWORD
-        )
-        await migrate(
-            owner_url, embedding_dimensions=DIMENSIONS, app_role=APP_ROLE, app_url=app_url
-        )
+        # Several pytest processes on one server (xdist workers on RAG_TEST_DATABASE_URL)
+        # create the same roles: one at a time.
+        lock = await asyncpg.connect(superuser_url)
+        try:
+            await lock.execute("SELECT pg_advisory_lock(45)")
+            await drop_database(superuser_url, name)
+            await bootstrap(
+                superuser_url, database=name, owner=OWNER_ROLE, owner_password=OWNER_PASSWORD
+            )
+            await migrate(
+                owner_url, embedding_dimensions=DIMENSIONS, app_role=APP_ROLE, app_url=app_url
+            )
+        finally:
+            await lock.close()
 
     asyncio.run(prepare())
     try:

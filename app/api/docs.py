@@ -39,7 +39,7 @@ def install_docs(app: FastAPI, *, openapi_url: str = "/openapi.json") -> None:
         root = request.scope.get("root_path", "")
         return get_swagger_ui_html(
             openapi_url=f"{root}{openapi_url}",
-            title=f"{app.title} - Swagger UI",
+            title=f"{request.app.title} - Swagger UI",
             oauth2_redirect_url=f"{root}{oauth2_redirect_url}",
             swagger_js_url=f"{root}{ASSETS_URL}/swagger-ui-bundle.js",
             swagger_css_url=f"{root}{ASSETS_URL}/swagger-ui.css",
@@ -56,7 +56,7 @@ def install_docs(app: FastAPI, *, openapi_url: str = "/openapi.json") -> None:
         root = request.scope.get("root_path", "")
         return get_redoc_html(
             openapi_url=f"{root}{openapi_url}",
-            title=f"{app.title} - ReDoc",
+            title=f"{request.app.title} - ReDoc",
             redoc_js_url=f"{root}{ASSETS_URL}/redoc.standalone.js",
             redoc_favicon_url=f"{root}{ASSETS_URL}/favicon.png",
             with_google_fonts=False,

@@ -11,6 +11,7 @@ loopback (tests only; a deployment uses passwords, docs/operations.md).
 
 from __future__ import annotations
 
+import json
 import os
 import pwd
 import shutil
@@ -94,6 +95,30 @@ class Cluster:
         secret = f":{password}" if password else ""
         port = (node or self.coordinator).port
         return f"postgresql://{user}{secret}@{HOST}:{port}/{database}"
+
+    def to_json(self) -> str:
+        """What another process needs to use this running cluster (`from_json`)."""
+        return json.dumps(
+            {
+                "home": str(self.install.home),
+                "directory": str(self.directory),
+                "shard_count": self.shard_count,
+                "nodes": [[n.name, n.port, str(n.directory)] for n in self.nodes],
+                "user": self.user,
+            }
+        )
+
+    @classmethod
+    def from_json(cls, described: str) -> Cluster:
+        fields = json.loads(described)
+        nodes = [Node(name, port, Path(directory)) for name, port, directory in fields["nodes"]]
+        return cls(
+            CitusInstall(Path(fields["home"])),
+            Path(fields["directory"]),
+            shard_count=fields["shard_count"],
+            nodes=nodes,
+            user=fields["user"],
+        )
 
     # --- nodes ------------------------------------------------------------------------------
 
