@@ -116,6 +116,29 @@ BATCH: dict[str, Example] = {
     )
 }
 
+SYNC: dict[str, Example] = {
+    "mirror": Example(
+        summary="The collection's whole content: changed pages in full, the rest by version",
+        value={
+            "documents": [
+                {
+                    "external_id": "backups.md",
+                    "version": "2026-11-29T09:00:00Z",
+                    "title": "Backups",
+                    "source_type": "markdown",
+                    "content": "# Backups\n\nBackups are kept for 30 days.",
+                },
+                {"external_id": "vpn.md", "version": "2026-10-02T14:30:00Z"},
+            ],
+            "max_deletions": 0.1,
+        },
+    ),
+    "dry": Example(
+        summary="What would change, changing nothing",
+        value={"documents": [{"external_id": "vpn.md", "version": "v7"}], "dry_run": True},
+    ),
+}
+
 TENANT_CREATE: dict[str, Example] = {
     "basic": Example(
         summary="A tenant on the basic tier",

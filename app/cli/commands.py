@@ -14,7 +14,7 @@ from typing import Annotated
 import typer
 
 from app import __version__
-from app.cli import bm25, data, documents, evaluate, indexes, mcp, tenants, worker
+from app.cli import bm25, data, documents, evaluate, indexes, mcp, sync, tenants, worker
 from app.cli.options import Remote, TokenOption, UrlOption, remote
 
 # Plain (click) help: typer's rich help rendering alone takes ~0.2 s to import.
@@ -31,6 +31,7 @@ tenant_app.command("suspend")(tenants.tenant_suspend)
 tenant_app.command("activate")(tenants.tenant_activate)
 tenant_app.command("delete")(tenants.tenant_delete)
 app.command()(data.ingest)
+app.command()(sync.sync)
 app.command()(data.search)
 app.command()(data.context)
 app.command()(documents.similar)

@@ -9,6 +9,7 @@ from contextlib import contextmanager
 from dataclasses import replace
 
 from rag_client import (
+    DocumentReference,
     Forbidden,
     Job,
     PayloadTooLarge,
@@ -16,6 +17,7 @@ from rag_client import (
     RagClient,
     RagError,
     Retry,
+    SyncResult,
     Unauthorized,
 )
 from rich.console import Console
@@ -28,10 +30,11 @@ from rich.progress import (
     TransferSpeedColumn,
 )
 
-from app.cli.files import SourceFile
+from app.cli.files import SourceFile, content_version
 from app.cli.options import Remote, fail
 from app.cli.sending import Outgoing, outgoing, requests
 from app.cli.views import Summary
+from app.ingest.entries import Reference
 
 RETRY = Retry(attempts=4, max_wait=60)  # 429/503: wait as the service asks, a few times
 TOKEN_HINT = "pass --token or set RAG_TOKEN (`rag token --tenant T` on the server prints one)"
@@ -149,6 +152,7 @@ def _send(
             collection=collection,
             metadata={"filename": file.path.name},
             access=list(access),
+            version=content_version(file.path.read_bytes()),
         )
     except (Unauthorized, Forbidden):
         raise
@@ -253,3 +257,26 @@ def _tally(job: Job, summary: Summary) -> None:
 
 def _count(value: object) -> int:
     return value if isinstance(value, int) else 0
+
+
+def sync(
+    target: Remote,
+    collection: str,
+    references: Sequence[Reference],
+    *,
+    dry_run: bool,
+    allow_empty: bool,
+    max_deletions: int | float | None,
+) -> SyncResult:
+    """A sync by references through the service (`rag sync --url`)."""
+    documents = [
+        DocumentReference(external_id=r.external_id, version=r.version) for r in references
+    ]
+    with connect(target) as rag:
+        return rag.sync(
+            collection,
+            documents,
+            dry_run=dry_run,
+            allow_empty=allow_empty,
+            max_deletions=max_deletions,
+        )

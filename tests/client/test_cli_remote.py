@@ -9,6 +9,7 @@ import os
 import time
 import uuid
 from pathlib import Path
+from typing import Any
 
 import pytest
 from rag_client import NotFound, RagClient
@@ -108,6 +109,43 @@ def test_ingest_search_context_list_show_delete(
     gone = _light(run_rag("documents", "delete", volcano, env=by_env))
     assert gone.returncode == 2
     assert "does not exist" in gone.stderr
+
+
+def test_sync_mirrors_a_folder_and_deletes_what_was_removed(
+    live: LiveService, env: dict[str, str], tmp_path: Path
+) -> None:
+    token = live.token(live.tenant())
+    remote = ("--url", live.url, "--token", token)
+    folder = _folder(tmp_path)
+    (folder / "manual.pdf").write_bytes(pdf_bytes(("Sulfur vents hiss on the crater rim.",)))
+    mirror = ("sync", str(folder), "--collection", "kb", *remote)
+    first = _light(run_rag(*mirror, env=env))
+    assert first.returncode == 0, first.stderr
+    assert "kb: send 3 new or changed files, 0 unchanged, delete 0" in first.stdout
+
+    (folder / "volcanoes.md").write_text("# Volcanoes\n\nLava cools into basalt.\n")
+    (folder / "sub" / "bread.txt").unlink()
+    (folder / "tea.md").write_text("# Tea\n\nSteep green tea at 80 degrees.\n")
+    dry = _light(run_rag(*mirror, "--dry-run", env=env))
+    assert dry.returncode == 0, dry.stderr
+    assert "would send 2 new or changed files, 1 unchanged, would delete 1" in dry.stdout
+    refused = _light(run_rag(*mirror, "--max-deletions", "0", env=env))
+    assert refused.returncode == 2
+    assert "more than max_deletions allows (0); nothing was changed" in refused.stderr
+    done = _light(run_rag(*mirror, env=env))
+    assert done.returncode == 0, done.stderr
+    assert "kb: send 2 new or changed files, 1 unchanged, delete 1" in done.stdout
+    assert "  - sub/bread.txt" in done.stdout
+    receipt_id = done.stdout.split("receipt ")[1].split()[0]
+
+    with RagClient(live.url, token) as rag:
+        stored = {d.external_id: d for d in rag.iter_documents(collection="kb")}
+        receipt: dict[str, Any] = rag.receipt(receipt_id)
+    assert set(stored) == {"volcanoes.md", "tea.md", "manual.pdf"}
+    assert all(str(d.version).startswith("sha256:") for d in stored.values())
+    assert receipt["kind"] == "sync"
+    assert [d["external_id"] for d in receipt["deleted"]] == ["sub/bread.txt"]
+    assert receipt["erased"]["gone"] is True
 
 
 def test_refusals_are_one_line_with_a_hint(live: LiveService, env: dict[str, str]) -> None:

@@ -64,6 +64,7 @@ from rag_client.models import (
     ContextResult,
     Document,
     DocumentPage,
+    DocumentReference,
     Filters,
     FusionMethod,
     IngestResult,
@@ -74,6 +75,8 @@ from rag_client.models import (
     SearchResult,
     Shortfall,
     SourceType,
+    SyncFailure,
+    SyncResult,
 )
 from rag_client.retry import Retry
 from rag_client.similar_models import (
@@ -107,6 +110,7 @@ __all__ = [
     "DocumentChunks",
     "DocumentPage",
     "DocumentRef",
+    "DocumentReference",
     "DuplicateGroup",
     "FieldError",
     "Filters",
@@ -142,6 +146,8 @@ __all__ = [
     "SimilarResult",
     "SourceType",
     "StoredChunk",
+    "SyncFailure",
+    "SyncResult",
     "Tenant",
     "TenantPage",
     "TenantStats",
