@@ -1,9 +1,11 @@
 """Where a webhook may go. https only, and never to a private, loopback, link-local or other
 non-public address, unless its host is listed (RAG_WEBHOOK_ALLOWED_HOSTS): a listed host may
-use http and any address. The name is resolved and its addresses checked at submission and
-again before each delivery, which then connects to the address checked (a name that resolves
-elsewhere later cannot send it inside). A URL holding a control character (NUL, CR, LF,
-DEL...) or a space anywhere can never be sent as it is: it is refused, never cleaned up."""
+use http and any address. An IPv6 address that carries an IPv4 one (mapped, compatible,
+NAT64, 6to4, Teredo) is judged by the IPv4 address inside. The name is resolved and its
+addresses checked at submission and again before each delivery, which then connects to the
+address checked (a name that resolves elsewhere later cannot send it inside). A URL holding a
+control character (NUL, CR, LF, DEL...) or a space anywhere can never be sent as it is: it is
+refused, never cleaned up."""
 
 from __future__ import annotations
 
@@ -15,6 +17,8 @@ from dataclasses import dataclass
 from urllib.parse import urlsplit
 
 import anyio
+
+from app.webhooks.embedded import embedded_ipv4
 
 MAX_URL_CHARS = 2048
 _Address = ipaddress.IPv4Address | ipaddress.IPv6Address
@@ -93,8 +97,10 @@ def _unsendable(url: str) -> int | None:
 
 
 def _public(address: _Address) -> bool:
-    if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
-        address = address.ipv4_mapped
+    """A global unicast address; an IPv6 address carrying IPv4 ones (app/webhooks/embedded.py)
+    is judged by the IPv4 ones alone, every one of them public."""
+    if isinstance(address, ipaddress.IPv6Address) and (inside := embedded_ipv4(address)):
+        return all(_public(ipv4) for ipv4 in inside)
     return address.is_global and not address.is_multicast
 
 

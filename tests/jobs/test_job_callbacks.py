@@ -144,6 +144,12 @@ PRIVATE = [
     "https://169.254.169.254/latest/meta-data",
     "https://[::1]/hook",
     "https://[::ffff:10.0.0.1]/hook",
+    "https://[::7f00:1]/hook",  # IPv4-compatible 127.0.0.1
+    "https://[::ffff:0:7f00:1]/hook",  # IPv4-translated 127.0.0.1
+    "https://[64:ff9b::7f00:1]/hook",  # NAT64 127.0.0.1
+    "https://[64:ff9b:1::a00:1]/hook",  # local-use NAT64 10.0.0.1
+    "https://[2002:a9fe:a9fe::]/latest/meta-data",  # 6to4 169.254.169.254
+    "https://[2001:0:808:808::80ff:fffe]/hook",  # Teredo, client 127.0.0.1
     "https://localhost/hook",  # a name resolving to loopback, not listed
     "http://127.0.0.2/hook",  # not the listed host
     "ftp://files.example/hook",

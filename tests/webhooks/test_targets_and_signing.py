@@ -71,6 +71,19 @@ def test_a_listed_host_may_use_http() -> None:
         "[fe80::1]",
         "[fc00::1]",
         "[::ffff:192.168.0.1]",
+        "[::7f00:1]",  # IPv4-compatible
+        "[::a9fe:a9fe]",
+        "[::ffff:0:7f00:1]",  # IPv4-translated
+        "[64:ff9b::7f00:1]",  # NAT64, the well-known prefix
+        "[64:ff9b::a00:1]",
+        "[64:ff9b:1::7f00:1]",  # NAT64, the local-use prefix: /96 layout
+        "[64:ff9b:1:7f00:0:100::]",  # ... /48 layout
+        "[64:ff9b:1:8:808:8:808:808]",  # 8.8.8.8 in the /96 layout, 0.8.8.0 in the /48 one
+        "[2002:7f00:1::]",  # 6to4
+        "[2002:a9fe:a9fe::]",
+        "[2001:0:808:808::80ff:fffe]",  # Teredo: server 8.8.8.8, client 127.0.0.1
+        "[2001:0:808:808::5601:5601]",  # ... client 169.254.169.254
+        "[2001:0:a00:1::fefe:fefe]",  # ... server 10.0.0.1
         "localhost",
     ],
 )
@@ -84,6 +97,9 @@ async def test_a_listed_host_may_be_private_and_public_addresses_pass() -> None:
     listed = check_target("http://127.0.0.1/x", allowed_hosts=["127.0.0.1"])
     assert await resolve(listed) == ["127.0.0.1"]
     assert await resolve(check_target("https://8.8.8.8/x", allowed_hosts=())) == ["8.8.8.8"]
+    for public in ("64:ff9b::808:808", "2002:808:808::", "2001:0:808:808::fefe:fefe"):
+        target = check_target(f"https://[{public}]/x", allowed_hosts=())
+        assert await resolve(target) == [public]  # IPv4 inside, public: 8.8.8.8 or 1.1.1.1
 
 
 async def test_a_delivery_connects_only_to_the_addresses_checked() -> None:
