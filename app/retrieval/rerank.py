@@ -16,7 +16,9 @@ shown by /readyz until a call succeeds again. `rag_rerank_total{outcome}` counts
 
 from __future__ import annotations
 
+import json
 import logging
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -114,8 +116,8 @@ class Reranker:
         if reply.status_code >= 300:
             raise self._skipped(f"the reranker failed ({reply.status_code})")
         try:
-            ranked = self._parse(reply.json(), len(documents))
-        except (ValueError, KeyError, TypeError):
+            ranked = self._parse(json.loads(reply.content), len(documents))
+        except Exception:  # whatever the reply: RecursionError (deep nesting), OverflowError...
             raise self._skipped("the reranker's reply was not understood") from None
         self.refusal = None
         RERANKS.labels(outcome="reranked").inc()
@@ -145,6 +147,8 @@ class Reranker:
         ranked = [Ranked(int(row["index"]), float(row[key])) for row in rows]
         if any(not 0 <= r.index < count for r in ranked):
             raise ValueError("an index out of range")
+        if not all(math.isfinite(r.score) for r in ranked):
+            raise ValueError("a score that is not a number")
         ranked.sort(key=lambda r: -r.score)
         first: dict[int, Ranked] = {}
         for r in ranked:
