@@ -8,14 +8,19 @@ text-embeddings-inference, and vLLM, Infinity or Xinference, which speak them to
 - `jina`: POST {url}/v1/rerank, the same shape;
 - `tei`: POST {url}/rerank `{query, texts}` -> `[{index, score}]`.
 
-A reranker that fails (timeout, connection refused, 5xx, a reply of another shape) or refuses
-(4xx: most often its key) never fails the search: the search answers in the first stage's
-order with a note saying why reranking was skipped; a refusal is also logged as an error and
-shown by /readyz until a call succeeds again. `rag_rerank_total{outcome}` counts each.
+One deadline, RAG_RERANK_TIMEOUT_SECONDS, bounds the whole call (connection, request and every
+byte of the reply): a server trickling its reply cannot hold a search past it.
+
+A reranker that fails (timeout, connection refused, 5xx, a reply of another shape or that
+cannot be decoded at all) or refuses (4xx: most often its key) never fails the search: the
+search answers in the first stage's order with a note saying why reranking was skipped; a
+refusal is also logged as an error and shown by /readyz until a call succeeds again.
+`rag_rerank_total{outcome}` counts each.
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 import math
@@ -68,7 +73,7 @@ class Reranker:
         model: str | None,
         timeout_seconds: float,
     ) -> None:
-        self.provider, self.model = provider, model
+        self.provider, self.model, self.timeout_seconds = provider, model, timeout_seconds
         self.endpoint = url.rstrip("/") + PATHS[provider]
         headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
         self._client = httpx.AsyncClient(headers=headers, timeout=timeout_seconds)
@@ -100,8 +105,9 @@ class Reranker:
         if not documents:
             return []
         try:
-            reply = await self._client.post(self.endpoint, json=self._body(query, documents))
-        except httpx.TimeoutException:
+            async with asyncio.timeout(self.timeout_seconds):  # the whole call, body included
+                reply = await self._client.post(self.endpoint, json=self._body(query, documents))
+        except (TimeoutError, httpx.TimeoutException):
             raise self._skipped("the reranker did not answer in time") from None
         except httpx.HTTPError as error:
             note = f"the reranker could not be reached ({type(error).__name__})"
