@@ -20,6 +20,7 @@ class Reply:
     content_type: str | None = None
     chunks: Iterable[bytes] | None = None  # streamed after `body`, until the client hangs up
     pause_seconds: float = 0.0  # before each chunk
+    headers: tuple[tuple[str, str], ...] = ()
 
 
 Answer = Callable[[str, dict[str, str], bytes], Reply]
@@ -39,6 +40,8 @@ def loopback_server(answer: Answer) -> Iterator[str]:
                 self.send_header("content-type", reply.content_type)
             if reply.chunks is None:
                 self.send_header("content-length", str(len(reply.body)))
+            for name, value in reply.headers:
+                self.send_header(name, value)
             self.end_headers()
             self.wfile.write(reply.body)
             if reply.chunks is not None:

@@ -9,7 +9,8 @@ text-embeddings-inference, and vLLM, Infinity or Xinference, which speak them to
 - `tei`: POST {url}/rerank `{query, texts}` -> `[{index, score}]`.
 
 One deadline, RAG_RERANK_TIMEOUT_SECONDS, bounds the whole call (connection, request and every
-byte of the reply): a server trickling its reply cannot hold a search past it.
+byte of the reply): a server trickling its reply cannot hold a search past it. The reply is
+read as it comes and dropped past a bound (app/retrieval/rerank_reply.py): a failed rerank.
 
 A reranker that fails (timeout, connection refused, 5xx, a reply of another shape or that
 cannot be decoded at all) or refuses (4xx: most often its key) never fails the search: the
@@ -31,6 +32,7 @@ from typing import Any
 import httpx
 
 from app.observability.metrics import RERANKS
+from app.retrieval.rerank_reply import ReplyEncoded, ReplyTooLarge, post_for_reply, reply_bound
 from app.settings import RerankProvider, Settings
 
 _log = logging.getLogger(__name__)
@@ -104,25 +106,30 @@ class Reranker:
         when the reranker fails or refuses."""
         if not documents:
             return []
+        bound = reply_bound(documents)
         try:
             async with asyncio.timeout(self.timeout_seconds):  # the whole call, body included
-                reply = await self._client.post(self.endpoint, json=self._body(query, documents))
+                status, content = await post_for_reply(
+                    self._client, self.endpoint, body=self._body(query, documents), bound=bound
+                )
         except (TimeoutError, httpx.TimeoutException):
             raise self._skipped("the reranker did not answer in time") from None
+        except ReplyTooLarge:
+            raise self._skipped(
+                f"the reranker's reply was too large (over {bound} bytes)"
+            ) from None
+        except ReplyEncoded as encoding:
+            note = f"the reranker's reply was not understood (compressed: {encoding})"
+            raise self._skipped(note) from None
         except httpx.HTTPError as error:
             note = f"the reranker could not be reached ({type(error).__name__})"
             raise self._skipped(note) from None
-        if 400 <= reply.status_code < 500:
-            reason = f"the reranker refused the request ({reply.status_code})"
-            self.refusal = f"{reason}: {reply.text[:200]}"
-            _log.error("rerank refused: %s (check RAG_RERANK_API_KEY and RAG_RERANK_MODEL)",
-                       self.refusal)  # fmt: skip
-            RERANKS.labels(outcome="refused").inc()
-            raise RerankSkipped(reason, refused=True)
-        if reply.status_code >= 300:
-            raise self._skipped(f"the reranker failed ({reply.status_code})")
+        if 400 <= status < 500:
+            raise self._refused(status, content)
+        if status >= 300:
+            raise self._skipped(f"the reranker failed ({status})")
         try:
-            ranked = self._parse(json.loads(reply.content), len(documents))
+            ranked = self._parse(json.loads(content), len(documents))
         except Exception:  # whatever the reply: RecursionError (deep nesting), OverflowError...
             raise self._skipped("the reranker's reply was not understood") from None
         self.refusal = None
@@ -160,6 +167,14 @@ class Reranker:
         for r in ranked:
             first.setdefault(r.index, r)
         return list(first.values())
+
+    def _refused(self, status: int, content: bytes) -> RerankSkipped:
+        reason = f"the reranker refused the request ({status})"
+        self.refusal = f"{reason}: {content[:200].decode(errors='replace')}"
+        _log.error("rerank refused: %s (check RAG_RERANK_API_KEY and RAG_RERANK_MODEL)",
+                   self.refusal)  # fmt: skip
+        RERANKS.labels(outcome="refused").inc()
+        return RerankSkipped(reason, refused=True)
 
     def _skipped(self, note: str) -> RerankSkipped:
         _log.warning("rerank skipped: %s", note)

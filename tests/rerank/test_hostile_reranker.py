@@ -6,12 +6,14 @@ RAG_RERANK_TIMEOUT_SECONDS (plus the first stage), having read a bounded part of
 from __future__ import annotations
 
 import asyncio
+import gzip
 import time
 from collections.abc import Iterator
 
 import pytest
 
 from app.db.tenancy import SessionMaker
+from app.retrieval.rerank_reply import MIN_REPLY_BYTES
 from app.settings import Settings
 from tests.conftest import TenantClient
 from tests.fakes import WordHashEmbedder
@@ -20,7 +22,6 @@ from tests.rerank.fake import fake_reranker
 from tests.rerank.test_rerank import post, served
 
 pytestmark = pytest.mark.on_citus
-MIN_REPLY_BYTES = 2**20  # the bound comes with its fix
 
 JSON = "application/json"
 DEEP = 100_000
@@ -100,3 +101,20 @@ async def test_a_reply_past_the_size_bound_is_not_read_further(
             assert took < 10, took
             await asyncio.sleep(0.5)  # the fake's thread sees the hang-up
             assert sent[0] < MIN_REPLY_BYTES + 16 * 2**20, sent[0]  # socket buffers aside
+
+
+async def test_a_declared_length_past_the_bound_or_a_compressed_reply_is_not_read(
+    settings: Settings, sessions: SessionMaker, embedder: WordHashEmbedder
+) -> None:
+    bomb = gzip.compress(b'{"results": [' + b" " * 50 * 2**20 + b"]}")
+    replies = {
+        "too large": Reply(200, b" " * (MIN_REPLY_BYTES + 2**20), JSON),
+        "compressed: gzip": Reply(200, bomb, JSON, headers=(("content-encoding", "gzip"),)),
+    }
+    with fake_reranker("cohere", favourite="zebra") as fake:
+        async with served(settings, sessions, embedder, fake) as tenant:
+            for why, reply in replies.items():
+                fake.reply = lambda reply=reply: reply
+                found, _ = await search_now(tenant)
+                assert found["reranked"] is False
+                assert why in str(found["rerank_note"]), found["rerank_note"]
