@@ -14,9 +14,10 @@ read as it comes and dropped past a bound (app/retrieval/rerank_reply.py): a fai
 
 A reranker that fails (timeout, connection refused, 5xx, a reply of another shape or that
 cannot be decoded at all) or refuses (4xx: most often its key) never fails the search: the
-search answers in the first stage's order with a note saying why reranking was skipped; a
-refusal is also logged as an error and shown by /readyz until a call succeeds again.
-`rag_rerank_total{outcome}` counts each.
+search answers in the first stage's order with a note saying why reranking was skipped. A
+429 is a skip like a failure (a warning); another 4xx is a refusal, logged as an error, and
+`rag_rerank_refusing` is 1 until a call succeeds again. The reranker is optional: nothing it
+does makes /readyz fail. `rag_rerank_total{outcome}` counts each call.
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ from typing import Any
 
 import httpx
 
-from app.observability.metrics import RERANKS
+from app.observability.metrics import RERANK_REFUSING, RERANKS
 from app.retrieval.rerank_reply import ReplyEncoded, ReplyTooLarge, post_for_reply, reply_bound
 from app.settings import RerankProvider, Settings
 
@@ -124,6 +125,8 @@ class Reranker:
         except httpx.HTTPError as error:
             note = f"the reranker could not be reached ({type(error).__name__})"
             raise self._skipped(note) from None
+        if status == 429:
+            raise self._skipped("the reranker is rate limiting (429)")
         if 400 <= status < 500:
             raise self._refused(status, content)
         if status >= 300:
@@ -132,14 +135,9 @@ class Reranker:
             ranked = self._parse(json.loads(content), len(documents))
         except Exception:  # whatever the reply: RecursionError (deep nesting), OverflowError...
             raise self._skipped("the reranker's reply was not understood") from None
-        self.refusal = None
+        self._set_refusal(None)
         RERANKS.labels(outcome="reranked").inc()
         return ranked
-
-    async def check(self) -> None:
-        """For /readyz: fails while the reranker's last answer was a refusal."""
-        if self.refusal is not None:
-            raise RuntimeError(self.refusal)
 
     async def aclose(self) -> None:
         await self._client.aclose()
@@ -170,11 +168,15 @@ class Reranker:
 
     def _refused(self, status: int, content: bytes) -> RerankSkipped:
         reason = f"the reranker refused the request ({status})"
-        self.refusal = f"{reason}: {content[:200].decode(errors='replace')}"
+        self._set_refusal(f"{reason}: {content[:200].decode(errors='replace')}")
         _log.error("rerank refused: %s (check RAG_RERANK_API_KEY and RAG_RERANK_MODEL)",
                    self.refusal)  # fmt: skip
         RERANKS.labels(outcome="refused").inc()
         return RerankSkipped(reason, refused=True)
+
+    def _set_refusal(self, refusal: str | None) -> None:
+        self.refusal = refusal
+        RERANK_REFUSING.set(0 if refusal is None else 1)
 
     def _skipped(self, note: str) -> RerankSkipped:
         _log.warning("rerank skipped: %s", note)
