@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import re
+import socket
 import time
 from datetime import UTC, datetime
 
@@ -89,6 +90,23 @@ def test_a_listed_host_may_use_http() -> None:
 )
 async def test_private_loopback_and_link_local_addresses_are_refused(host: str) -> None:
     target = check_target(f"https://{host}/hook", allowed_hosts=())
+    with pytest.raises(TargetRefused, match="resolves to"):
+        await resolve(target)
+
+
+@pytest.mark.parametrize("address", ["::7f00:1", "64:ff9b::a9fe:a9fe", "2002:a00:1::"])
+async def test_a_name_resolving_to_ipv4_inside_ipv6_is_refused(
+    monkeypatch: pytest.MonkeyPatch, address: str
+) -> None:
+    """The resolved addresses are judged like written ones (the resolver answers as a DNS
+    server of the attacker's would: an AAAA record carrying a private IPv4 address)."""
+
+    async def resolver(host: str, port: int, **_: object) -> list[tuple[object, ...]]:
+        assert host == "hooks.example.com"
+        return [(socket.AF_INET6, socket.SOCK_STREAM, 6, "", (address, port, 0, 0))]
+
+    monkeypatch.setattr("app.webhooks.targets.anyio.getaddrinfo", resolver)
+    target = check_target("https://hooks.example.com/x", allowed_hosts=())
     with pytest.raises(TargetRefused, match="resolves to"):
         await resolve(target)
 
