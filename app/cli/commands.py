@@ -82,11 +82,12 @@ def serve(
     from app.cli import logs
     from app.cli.database import database_settings, refuse_unready_cluster
     from app.cli.server import default_workers, run_server, stop_on_sigterm
-    from app.cli.settings import load_settings
+    from app.cli.settings import load_settings, require_embedder
     from app.settings import with_dev_jwt_secret
 
     stop_on_sigterm()
     base = load_settings(dev_secret=False)
+    require_embedder(base, command="rag serve")
     log_config = logs.configure(verbose=verbose, log_format=base.log_format)
     refuse_unready_cluster(base)
     with database_settings(with_dev_jwt_secret(base)) as settings:
