@@ -170,6 +170,16 @@ def test_an_edited_file_uploaded_again_updates_its_document(rag: RagClient, tmp_
     ]
 
 
+def test_the_formats_are_the_services_source_types(rag: RagClient) -> None:
+    found = {f.source_type: f for f in rag.formats().items}
+    assert set(found) == set(SourceType)
+    assert (found[SourceType.DOCX].label, found[SourceType.DOCX].suffixes) == (
+        "Word document",
+        [".docx"],
+    )
+    assert not found[SourceType.MARKDOWN].file_only
+
+
 def test_office_files_upload_and_filter_by_their_types(rag: RagClient, tmp_path: Path) -> None:
     deck = tmp_path / "review.pptx"
     deck.write_bytes(pptx_bytes())

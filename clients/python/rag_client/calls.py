@@ -24,7 +24,7 @@ from rag_client.admin_models import (
     TenantStats,
     TierList,
 )
-from rag_client.catalog_models import CollectionList, DocumentChunks, Identity
+from rag_client.catalog_models import CollectionList, DocumentChunks, FormatList, Identity
 from rag_client.job_models import Job, JobAccepted, JobPage, JobStatus
 from rag_client.models import (
     BatchResult,
@@ -205,6 +205,10 @@ def list_documents(
 
 def whoami() -> Call[Identity]:
     return Call("GET", f"{RAG}/me", _reads(Identity))
+
+
+def formats() -> Call[FormatList]:
+    return Call("GET", f"{RAG}/formats", _reads(FormatList))
 
 
 def collections() -> Call[CollectionList]:
