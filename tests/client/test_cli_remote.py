@@ -184,9 +184,37 @@ def test_tenant_create_through_the_admin_api(live: LiveService, env: dict[str, s
         )
     )
     assert made.returncode == 0, made.stderr
-    assert f"tenant {new_id} ready (tier pro, active)" in made.stderr
+    assert f"tenant {new_id} ready (tier pro, active) in the service at {live.url}" in made.stderr
+    assert "without --url: the local database" in made.stderr
     with RagClient(live.url, admin) as rag:
         assert rag.tenant_stats(new_id).documents == 0
+
+
+def test_tenant_create_with_rag_url_set_says_where_and_how_to_act_locally(
+    live: LiveService, env: dict[str, str]
+) -> None:
+    """The tutorial exports RAG_URL and RAG_TOKEN (a data token): `rag tenant create` then
+    goes to the service, says so, and on the admin scope's refusal says what else to do."""
+    tenant = live.tenant()
+    exported = {**env, "RAG_URL": live.url, "RAG_TOKEN": live.token(tenant)}
+    new_id = f"c-{uuid.uuid4().hex[:10]}"
+    refused = _light(run_rag("tenant", "create", new_id, env=exported))
+    assert refused.returncode == 2
+    assert "Traceback" not in refused.stderr
+    assert f"through the service at {live.url} (RAG_URL;" in refused.stderr
+    assert "rag:admin" in refused.stderr
+    assert "unset RAG_URL" in refused.stderr
+    assert "local database" in refused.stderr
+
+
+def test_local_tenant_commands_with_rag_url_set_say_they_act_on_the_local_database(
+    env: dict[str, str], tmp_path: Path
+) -> None:
+    exported = {**env, "RAG_URL": "http://127.0.0.1:9", "RAG_DATA_DIR": str(tmp_path / "data")}
+    listed = run_rag("tenant", "list", env=exported)
+    assert listed.returncode == 0, listed.stderr
+    assert f"the embedded database in {tmp_path / 'data' / 'pgdata'}" in listed.stderr
+    assert "not the service at RAG_URL=http://127.0.0.1:9" in listed.stderr
 
 
 def test_ingest_in_the_background_shows_the_jobs_results(

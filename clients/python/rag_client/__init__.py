@@ -24,6 +24,8 @@ from rag_client.catalog_models import (
     Collection,
     CollectionList,
     DocumentChunks,
+    Format,
+    FormatList,
     Identity,
     StoredChunk,
 )
@@ -115,6 +117,8 @@ __all__ = [
     "FieldError",
     "Filters",
     "Forbidden",
+    "Format",
+    "FormatList",
     "FusionMethod",
     "Identity",
     "IngestResult",

@@ -24,7 +24,7 @@ from rag_client.base import (
     transport_error,
 )
 from rag_client.calls import job_submission
-from rag_client.catalog_models import CollectionList, DocumentChunks, Identity
+from rag_client.catalog_models import CollectionList, DocumentChunks, FormatList, Identity
 from rag_client.errors import ProblemError
 from rag_client.job_models import Job, JobAccepted, JobPage, JobStatus
 from rag_client.models import (
@@ -148,6 +148,10 @@ class AsyncRagClient:
     async def whoami(self) -> Identity:
         """Who the token is: tenant, subject, scopes, groups, expiry."""
         return await self._send(calls.whoami())
+
+    async def formats(self) -> FormatList:
+        """The formats ingest reads: source type, name, file name endings."""
+        return await self._send(calls.formats())
 
     async def collections(self) -> CollectionList:
         return await self._send(calls.collections())

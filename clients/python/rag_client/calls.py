@@ -24,7 +24,7 @@ from rag_client.admin_models import (
     TenantStats,
     TierList,
 )
-from rag_client.catalog_models import CollectionList, DocumentChunks, Identity
+from rag_client.catalog_models import CollectionList, DocumentChunks, FormatList, Identity
 from rag_client.job_models import Job, JobAccepted, JobPage, JobStatus
 from rag_client.models import (
     BatchResult,
@@ -162,16 +162,21 @@ def ingest_batch(documents: Sequence[NewDocument]) -> Call[BatchResult]:
 
 
 def upload(file: str | PathLike[str] | bytes, options: UploadOptions) -> Call[IngestResult]:
-    """A file from a path, or bytes (then give `filename`); its type is sniffed by the service."""
+    """A file from a path, or bytes (then give `filename`); its type is sniffed by the service.
+    The external id is the file's name (`filename`, else the path's last part), as the console
+    and `rag ingest` name files: the same file uploaded again, edited, updates its document.
+    `external_id` names it otherwise; bytes without a `filename` are named by their content."""
+    named = options.get("filename")
     if isinstance(file, bytes):
-        data, name = file, options.get("filename") or "upload"
+        data, name = file, named or "upload"
     else:
         path = Path(file)
-        data, name = path.read_bytes(), options.get("filename") or path.name
+        data, name = path.read_bytes(), named or path.name
+        named = name
     kind = options.get("content_type") or "application/octet-stream"
     fields = {
         "title": options.get("title"),
-        "external_id": options.get("external_id"),
+        "external_id": options.get("external_id") or named,
         "collection": options.get("collection"),
         "source_url": options.get("source_url"),
         "version": options.get("version"),
@@ -204,6 +209,10 @@ def list_documents(
 
 def whoami() -> Call[Identity]:
     return Call("GET", f"{RAG}/me", _reads(Identity))
+
+
+def formats() -> Call[FormatList]:
+    return Call("GET", f"{RAG}/formats", _reads(FormatList))
 
 
 def collections() -> Call[CollectionList]:

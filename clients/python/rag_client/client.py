@@ -23,7 +23,7 @@ from rag_client.base import (
     transport_error,
 )
 from rag_client.calls import job_submission
-from rag_client.catalog_models import CollectionList, DocumentChunks, Identity
+from rag_client.catalog_models import CollectionList, DocumentChunks, FormatList, Identity
 from rag_client.errors import ProblemError
 from rag_client.job_models import Job, JobAccepted, JobPage, JobStatus
 from rag_client.models import (
@@ -147,6 +147,10 @@ class RagClient:
     def whoami(self) -> Identity:
         """Who the token is: tenant, subject, scopes, groups, expiry."""
         return self._send(calls.whoami())
+
+    def formats(self) -> FormatList:
+        """The formats ingest reads: source type, name, file name endings."""
+        return self._send(calls.formats())
 
     def collections(self) -> CollectionList:
         return self._send(calls.collections())
