@@ -56,3 +56,34 @@ def test_no_package_below_the_doors_imports_one() -> None:
 
 def test_mcp_imports_nothing_of_the_http_api() -> None:
     assert "app.api" not in package_graph()["app.mcp"]
+
+
+# The domain's writes and the tenant transaction: a door reaches them through app/operations.
+WRITES = {
+    "ingest_document", "ingest_documents", "ingest_stream", "submit_job", "cancel_job",
+    "update_document", "delete_document", "write_versions", "erase", "tenant_transaction",
+}  # fmt: skip
+# Doors that still call the domain directly, each for a reason of its own.
+ALLOWED_WRITES = {
+    # `rag ingest` and `rag eval` in process: a stream of files, with the operator's services
+    # (no HTTP gate, no usage counters)
+    "app/cli/ingest.py": {"ingest_stream"},
+    "app/cli/evaluate_run.py": {"ingest_documents"},
+}
+
+
+def door_modules() -> Iterator[Path]:
+    for door in sorted(DOORS):
+        path = APP.parent / door.replace(".", "/")
+        yield from sorted(path.rglob("*.py")) if path.is_dir() else [path.with_suffix(".py")]
+
+
+def test_doors_reach_the_domains_writes_only_through_the_operations() -> None:
+    found: dict[str, set[str]] = {}
+    for path in door_modules():
+        for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
+            if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("app."):
+                names = {alias.name for alias in node.names} & WRITES
+                if names:
+                    found.setdefault(str(path.relative_to(APP.parent)), set()).update(names)
+    assert found == ALLOWED_WRITES

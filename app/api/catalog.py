@@ -12,8 +12,7 @@ from app.api.deps import ResourcesDep, SearchCaller
 from app.api.documents_models import DocumentOut
 from app.api.openapi import GATED, errors
 from app.citations import CitationGenerator, CitationStyle
-from app.db.tenancy import tenant_transaction
-from app.ingest.catalog import CollectionCount, StoredChunk, document_chunks
+from app.ingest.catalog import CollectionCount, StoredChunk
 from app.operations import documents as operations
 from app.storable import MAX_OFFSET
 
@@ -88,9 +87,10 @@ async def chunks_of(
     limit: Annotated[int, Query(ge=1, le=200)] = 50,
     offset: Annotated[int, Query(ge=0, le=MAX_OFFSET)] = 0,
 ) -> DocumentChunksOut:
-    async with tenant_transaction(caller.sessions(resources), caller.tenant_id) as session:
-        summary, found = await document_chunks(session, document_id, limit=limit, offset=offset)
-        document = DocumentOut.of(summary)
+    summary, found = await operations.chunks(
+        caller.sessions(resources), caller.tenant_id, document_id, limit=limit, offset=offset
+    )
+    document = DocumentOut.of(summary)
     generator = CitationGenerator(style)
     cited = generator.generate(found)
     return DocumentChunksOut(

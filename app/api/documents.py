@@ -32,15 +32,13 @@ from app.api.documents_models import (
     to_input,
 )
 from app.api.openapi import GATED, WITH_BODY, errors
-from app.db.tenancy import tenant_transaction
 from app.errors import AppError, PayloadTooLarge, Unprocessable
-from app.ingest.catalog import update_document
-from app.ingest.documents import ingest_document, ingest_documents
 from app.ingest.inputs import DocumentInput
 from app.ingest.parsing import SourceType, sniff_source_type
 from app.ingest.store import DEFAULT_COLLECTION
 from app.json_input import parse_json
 from app.operations import documents as operations
+from app.operations import ingest as ingesting
 from app.operations import sync as sync_operations
 from app.resources import Resources
 from app.storable import MAX_OFFSET
@@ -50,15 +48,8 @@ UPLOAD_CHUNK = 1024 * 1024
 
 
 async def _ingest(resources: Resources, caller: Caller, document: DocumentInput) -> IngestOut:
-    resources.usage.record(caller.tenant_id, "ingests")
-    result = await ingest_document(
-        caller.sessions(resources),
-        resources.embedder,
-        chunker=resources.chunker,
-        tenant_id=caller.tenant_id,
-        document=document,
-        parser=resources.parser,
-    )
+    sessions = caller.sessions(resources)
+    result = await ingesting.ingest(resources, sessions, caller.tenant_id, document)
     return IngestOut.from_result(result)
 
 
@@ -89,17 +80,11 @@ async def create_documents(
     """Ingest several documents through the ingestion pipeline (slices parsed, embedded and
     written at the same time); each document is still all-or-nothing, and failures are
     reported per item."""
-    limit = resources.settings.batch_max_documents
-    if len(body.documents) > limit:
-        raise PayloadTooLarge(f"a batch holds at most {limit} documents (RAG_BATCH_MAX_DOCUMENTS)")
-    resources.usage.record(caller.tenant_id, "ingests", len(body.documents))
-    outcomes = await ingest_documents(
+    outcomes = await ingesting.ingest_batch(
+        resources,
         caller.sessions(resources),
-        resources.embedder,
-        chunker=resources.chunker,
-        tenant_id=caller.tenant_id,
-        documents=[to_input(document) for document in body.documents],
-        parser=resources.parser,
+        caller.tenant_id,
+        [to_input(document) for document in body.documents],
     )
     items: list[BatchItem] = []
     for index, outcome in enumerate(outcomes):
@@ -239,12 +224,10 @@ async def patch(
 ) -> DocumentOut:
     """Change metadata and/or `access` without re-embedding; the chunks follow in the same
     transaction. A document the caller cannot see is not found, as an unknown one."""
-    async with tenant_transaction(caller.sessions(resources), caller.tenant_id) as session:
-        change = to_change(body)
-        summary = await update_document(
-            session, document_id, change, readers=caller.principal.readers
-        )
-        return DocumentOut.of(summary)
+    summary = await ingesting.update(
+        caller.sessions(resources), caller.tenant_id, document_id, to_change(body)
+    )
+    return DocumentOut.of(summary)
 
 
 @router.delete(

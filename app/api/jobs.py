@@ -23,13 +23,13 @@ from app.api.documents_models import (
 )
 from app.api.jobs_models import JobAccepted, JobDocumentsIn, JobList, JobOut, JobStatus
 from app.api.openapi import GATED, WITH_BODY, errors
-from app.db.tenancy import tenant_transaction
 from app.errors import BadRequest, PayloadTooLarge, Unprocessable, UnsupportedMediaType
 from app.ingest.parsing import sniff_source_type
 from app.ingest.store import DEFAULT_COLLECTION
-from app.jobs import JobInput, JobLimits, cancel_job, get_job, list_jobs, submit_job
+from app.jobs import JobInput
 from app.jobs.callbacks import CallbackPolicy, check_callback_url
 from app.json_input import parse_json
+from app.operations import jobs as operations
 from app.permissions import USER_PREFIX
 from app.settings import Settings
 
@@ -99,20 +99,14 @@ async def submit(
     if callback_url is not None:
         policy = CallbackPolicy.of(resources.settings)
         callback_url = await check_callback_url(callback_url, policy)
-    limits = JobLimits(
-        max_queued_jobs=resources.settings.job_max_queued_jobs,
-        max_queued_bytes=resources.settings.job_max_queued_bytes,
+    job_id = await operations.submit(
+        resources.settings,
+        caller.sessions(resources),
+        caller.tenant_id,
+        inputs,
+        submitter=USER_PREFIX + caller.principal.subject,
+        callback_url=callback_url,
     )
-    async with tenant_transaction(caller.sessions(resources), caller.tenant_id) as session:
-        job_id = await submit_job(
-            session,
-            tenant_id=caller.tenant_id,
-            inputs=inputs,
-            limits=limits,
-            submitter=USER_PREFIX + caller.principal.subject,
-            readers=caller.principal.readers,
-            callback_url=callback_url,
-        )
     response.headers["Location"] = f"{PATH}/{job_id}"
     size = sum(len(item.content) for item in inputs)
     return JobAccepted(job_id=job_id, status="queued", documents=len(inputs), bytes=size)
@@ -127,16 +121,16 @@ async def list_all(
     offset: Annotated[int, Query(ge=0, le=1_000_000)] = 0,
 ) -> JobList:
     """The tenant's jobs, newest first."""
-    async with tenant_transaction(caller.sessions(resources), caller.tenant_id) as session:
-        jobs, total = await list_jobs(session, status=status_, limit=limit, offset=offset)
+    jobs, total = await operations.jobs(
+        caller.sessions(resources), caller.tenant_id, status=status_, limit=limit, offset=offset
+    )
     return JobList(items=[JobOut.of(job) for job in jobs], total=total, limit=limit, offset=offset)
 
 
 @router.get("/{job_id}", summary="A job's status and progress", responses=errors(404))
 async def read(job_id: uuid.UUID, caller: SearchCaller, resources: ResourcesDep) -> JobOut:
     """Status, progress, per-document results and timings; 404 for another tenant's job."""
-    async with tenant_transaction(caller.sessions(resources), caller.tenant_id) as session:
-        return JobOut.of(await get_job(session, job_id))
+    return JobOut.of(await operations.job(caller.sessions(resources), caller.tenant_id, job_id))
 
 
 @router.delete(
@@ -147,8 +141,8 @@ async def read(job_id: uuid.UUID, caller: SearchCaller, resources: ResourcesDep)
 )
 async def cancel(job_id: uuid.UUID, caller: IngestCaller, resources: ResourcesDep) -> JobOut:
     """Cancel: a queued job never runs; a running one stops after the document in progress."""
-    async with tenant_transaction(caller.sessions(resources), caller.tenant_id) as session:
-        return JobOut.of(await cancel_job(session, job_id))
+    cancelled = await operations.cancel(caller.sessions(resources), caller.tenant_id, job_id)
+    return JobOut.of(cancelled)
 
 
 async def _inputs(request: Request, settings: Settings) -> tuple[list[JobInput], str | None]:

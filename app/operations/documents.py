@@ -10,7 +10,9 @@ from app.db.tenancy import SessionMaker, tenant_transaction
 from app.ingest.catalog import (
     CollectionCount,
     DocumentSummary,
+    StoredChunk,
     collection_counts,
+    document_chunks,
     get_document,
     list_documents,
 )
@@ -27,6 +29,14 @@ async def read_document(
 ) -> DocumentSummary:
     async with tenant_transaction(sessions, tenant_id) as session:
         return await get_document(session, document_id)
+
+
+async def chunks(
+    sessions: SessionMaker, tenant_id: str, document_id: uuid.UUID, *, limit: int, offset: int
+) -> tuple[DocumentSummary, list[StoredChunk]]:
+    """A document and a page of its chunks in order; 404 when the caller cannot see it."""
+    async with tenant_transaction(sessions, tenant_id) as session:
+        return await document_chunks(session, document_id, limit=limit, offset=offset)
 
 
 async def documents(

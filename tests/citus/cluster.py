@@ -278,6 +278,7 @@ def main() -> None:
             + "".join(
                 f"  {w.name:<12} {cluster.url(database='rag', node=w)}\n" for w in cluster.workers
             )
+            + f"export RAG_TEST_CITUS_CLUSTER='{cluster.to_json()}'  # pytest --citus uses it\n"
             + "Ctrl-C stops it and removes its data.",
             flush=True,
         )
