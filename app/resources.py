@@ -166,6 +166,7 @@ def parse_limits(settings: Settings) -> ParseLimits:
         max_unzipped_bytes=settings.parse_max_unzipped_bytes,
         max_rows=settings.parse_max_rows,
         max_xml_depth=settings.parse_max_xml_depth,
+        inline_bytes=settings.parse_inline_bytes,
     )
 
 

@@ -203,6 +203,7 @@ class Settings(BaseSettings):
     parse_max_rows: int = Field(default=200_000, ge=1)  # a workbook's rows, empty ones included
     parse_max_xml_depth: int = Field(default=128, ge=8, le=10_000)
     parse_workers: int = Field(default=1, ge=1, le=64)  # processes reading PDFs, Office files
+    parse_inline_bytes: int = Field(default=32 * 1024, ge=0)  # larger markdown/HTML: the workers
 
     # ingestion jobs (docs/JOBS.md)
     job_workers: int = Field(default=1, ge=0, le=64)  # in-process workers of `rag serve`

@@ -32,6 +32,8 @@ class SourceType(StrEnum):
 
 _TEXT_TYPES = frozenset({SourceType.TEXT, SourceType.MARKDOWN, SourceType.HTML})
 _LABELS = {
+    SourceType.MARKDOWN: "markdown document",
+    SourceType.HTML: "HTML page",
     SourceType.PDF: "PDF",
     SourceType.DOCX: "Word document",
     SourceType.PPTX: "PowerPoint presentation",

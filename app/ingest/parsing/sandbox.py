@@ -2,8 +2,9 @@
 
 A thread cannot be stopped, and a pure-Python parser holding the GIL slows the event loop
 too; a process can be killed. `FileSandbox` keeps `workers` spawned processes (pebble's
-ProcessPool: a worker that overruns is killed and replaced), so a hostile upload (a PDF, or a
-Word, PowerPoint, Excel, EPUB or ODT file) costs at most one worker for
+ProcessPool: a worker that overruns is killed and replaced), so a hostile upload (a PDF, a
+Word, PowerPoint, Excel, EPUB or ODT file, or markdown or HTML past `ParseLimits.inline_bytes`)
+costs at most one worker for
 `ParseLimits.budget(size)` seconds, the event loop and the other tenants' requests stay
 responsive meanwhile, and no more than `workers` cores ever parse files at once (the next
 uploads wait for a free worker, within their own budget).
@@ -21,6 +22,7 @@ from pebble import ProcessExpired, ProcessPool
 from app.errors import ServiceUnavailable, Unprocessable
 from app.ingest.parsing.files import read_file
 from app.ingest.parsing.limits import ParseLimits
+from app.ingest.parsing.markup import size_of
 from app.ingest.parsing.model import ParsedDocument, SourceType
 
 _REPRINT = {SourceType.PDF: "; a PDF printed again from its source usually reads"}
@@ -42,12 +44,14 @@ class FileSandbox:
                 self._pool = ProcessPool(max_workers=self._workers, context=context)
             return self._pool
 
-    def __call__(self, data: bytes, source_type: SourceType, limits: ParseLimits) -> ParsedDocument:
+    def __call__(
+        self, content: str | bytes, source_type: SourceType, limits: ParseLimits
+    ) -> ParsedDocument:
         """Blocking (call it from a worker thread): the parsed file, or the error that stopped
         it, 422 when it overran its budget or killed its worker."""
-        budget = limits.budget(len(data))
+        budget = limits.budget(size_of(content))
         kind = SourceType(source_type)
-        future = self._started().schedule(read_file, args=(data, kind, limits), timeout=budget)
+        future = self._started().schedule(read_file, args=(content, kind, limits), timeout=budget)
         try:
             parsed: ParsedDocument = future.result()
         except FutureTimeout:
