@@ -193,6 +193,8 @@ class Settings(BaseSettings):
     http_body_min_bytes_per_second: int = Field(default=16 * 1024, ge=0)
     http_keepalive_seconds: float = Field(default=5.0, gt=0, le=3600)  # idle between requests
     batch_max_documents: int = Field(default=100, ge=1)
+    # chunks one synchronous ingest request may make (app/ingest/allowance.py): past it, a job
+    sync_ingest_max_chunks: int = Field(default=1_000, ge=1)
     # what one document may cost to parse (app/ingest/parsing/limits.py)
     parse_seconds: float = Field(default=5.0, gt=0)  # files: budget = this + per MB sent
     parse_seconds_per_mb: float = Field(default=10.0, ge=0)

@@ -34,7 +34,7 @@ from app.api.openapi import GATED, WITH_BODY, errors
 from app.db.tenancy import tenant_transaction
 from app.errors import AppError, PayloadTooLarge, Unprocessable
 from app.ingest.catalog import delete_document, update_document
-from app.ingest.documents import ingest_document, ingest_documents
+from app.ingest.documents import ingest_document, ingest_documents, synchronous
 from app.ingest.inputs import DocumentInput
 from app.ingest.parsing import SourceType, sniff_source_type
 from app.ingest.store import DEFAULT_COLLECTION
@@ -56,6 +56,7 @@ async def _ingest(resources: Resources, caller: Caller, document: DocumentInput)
         tenant_id=caller.tenant_id,
         document=document,
         parser=resources.parser,
+        limits=synchronous(resources.settings.sync_ingest_max_chunks),
     )
     return IngestOut.from_result(result)
 
@@ -98,6 +99,7 @@ async def create_documents(
         tenant_id=caller.tenant_id,
         documents=[to_input(document) for document in body.documents],
         parser=resources.parser,
+        limits=synchronous(resources.settings.sync_ingest_max_chunks),
     )
     items: list[BatchItem] = []
     for index, outcome in enumerate(outcomes):

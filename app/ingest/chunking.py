@@ -155,6 +155,12 @@ class Chunker:
                 group.add(row, size)
         return pieces + group.piece()
 
+    def fewest_chunks(self, parsed: ParsedDocument) -> int:
+        """The fewest chunks the document can make: its tokens over the chunk size (one
+        tokenizer pass; splitting costs many)."""
+        tokens = sum(self._count([section.text.strip() for section in parsed.sections]))
+        return tokens // self._chunk_tokens
+
     def _count(self, texts: list[str]) -> list[int]:
         encodings = self._tokenizer.encode_batch(texts, add_special_tokens=False)
         return [len(encoding.ids) for encoding in encodings]
