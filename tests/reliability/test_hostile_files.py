@@ -6,6 +6,7 @@ stored, and the service answers other requests while the file is being read."""
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import AsyncIterator
 
 import pytest
@@ -27,6 +28,7 @@ from tests.ingest.office_bombs import (
     inflating_docx,
     laughing_docx,
     lying_docx,
+    one_row_number_xlsx,
     spread_docx,
 )
 
@@ -154,8 +156,15 @@ async def test_a_million_empty_rows_is_413_with_the_default_limits(
 ) -> None:
     async with app_client(settings, sessions, embedder) as http:
         tenant = await new_tenant(http, settings, sessions)
-        for name, data in [("empty.xlsx", empty_rows_xlsx()), ("far.xlsx", far_row_xlsx())]:
+        bombs = [
+            ("empty.xlsx", empty_rows_xlsx()),
+            ("far.xlsx", far_row_xlsx()),
+            ("same.xlsx", one_row_number_xlsx()),  # 28 KB: a budget of 5.3 s
+        ]
+        for name, data in bombs:
+            started = time.perf_counter()
             problem = assert_problem(await upload(tenant, name, data), 413)
+            assert time.perf_counter() - started < 3.0, name  # counted, not walked
             assert (problem["limit"], problem["value"]) == ("max_rows", 200_000)
             assert "RAG_PARSE_MAX_ROWS" in problem["detail"]
         assert await total(tenant) == 0
