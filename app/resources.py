@@ -174,7 +174,7 @@ def parse_limits(settings: Settings) -> ParseLimits:
 def sandboxed_parser(settings: Settings) -> Iterator[Parser]:
     """The parser of the service and the job workers: PDFs and the other binary formats in
     killable worker processes."""
-    sandbox = FileSandbox(settings.parse_workers)
+    sandbox = FileSandbox(settings.parse_workers, max_memory_mb=settings.parse_max_memory_mb)
     try:
         yield Parser(parse_limits(settings), sandbox)
     finally:

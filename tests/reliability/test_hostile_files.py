@@ -170,3 +170,20 @@ async def test_a_million_empty_rows_is_413_with_the_default_limits(
         assert await total(tenant) == 0
         good = await upload(tenant, "stock.xlsx", xlsx_bytes(rows=5))
         assert good.status_code == 201, good.text
+
+
+async def test_a_file_that_needs_more_memory_than_a_worker_may_have_is_422(
+    settings: Settings, sessions: SessionMaker, embedder: WordHashEmbedder
+) -> None:
+    # a worker's address space is ~230 MB once its readers are imported: 300 leaves it ~70
+    capped = settings.model_copy(update={"parse_max_memory_mb": 300, "parse_seconds": 60.0})
+    listing = b"# List\n\n" + b"- x\n" * 100_000  # 400 KB: 500,000 parser tokens, ~200 MB
+    async with app_client(capped, sessions, embedder) as http:
+        tenant = await new_tenant(http, settings, sessions)
+        reply = await upload(tenant, "list.md", listing, content_type="text/markdown")
+        problem = assert_problem(reply, 422)
+        assert (problem["limit"], problem["value"]) == ("max_memory_mb", 300)
+        assert "RAG_PARSE_MAX_MEMORY_MB" in problem["detail"]
+        assert await total(tenant) == 0
+        good = await upload(tenant, "survey.pdf", pdf_bytes())  # the worker reads on
+        assert good.status_code == 201, good.text

@@ -15,7 +15,7 @@ _MARKDOWN = MarkdownIt("commonmark").enable(["table", "strikethrough"])
 # The blocks alone find the headings: inline markup (links, emphasis) is parsed only in a
 # heading's own text, cut to HEADING_CHARS. A whole document's inline pass cost ~20 µs per
 # character of some punctuation (unclosed brackets): a megabyte took tens of seconds.
-_BLOCKS = MarkdownIt("commonmark").enable(["table", "strikethrough"]).disable("inline")
+_BLOCKS = MarkdownIt("commonmark").disable("inline")  # no heading is in a table
 HEADING_CHARS = 1_000
 _FRONT_MATTER_ENDS = ("---", "...")
 
