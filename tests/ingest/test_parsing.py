@@ -242,6 +242,14 @@ def test_html_title_falls_back_to_the_first_h1() -> None:
     assert parsed.title == "Only Heading"
 
 
+def test_an_xhtml_page_with_an_xml_declaration_keeps_its_text() -> None:
+    page = (
+        "<?xml version='1.0' encoding='iso-8859-1'?>"
+        "<html xmlns='http://www.w3.org/1999/xhtml'><body><p>café</p></body></html>"
+    )
+    assert parse_text(page, SourceType.HTML).sections[0].text == "café"
+
+
 def test_html_bytes_in_a_declared_legacy_charset_are_decoded() -> None:
     page = '<html><head><meta charset="iso-8859-1"></head><body><p>café crème</p></body></html>'
     parsed = parse_bytes(page.encode("latin-1"), SourceType.HTML)

@@ -184,6 +184,9 @@ async def test_a_file_that_needs_more_memory_than_a_worker_may_have_is_422(
         problem = assert_problem(reply, 422)
         assert (problem["limit"], problem["value"]) == ("max_memory_mb", 300)
         assert "RAG_PARSE_MAX_MEMORY_MB" in problem["detail"]
+        page = b"<html><body>" + b"<p>" * 700_000 + b"<p>The end."  # libxml2: ~90 MB
+        reply = await upload(tenant, "page.html", page, content_type="text/html")
+        assert assert_problem(reply, 422)["limit"] == "max_memory_mb"  # not "no text"
         assert await total(tenant) == 0
         good = await upload(tenant, "survey.pdf", pdf_bytes())  # the worker reads on
         assert good.status_code == 201, good.text

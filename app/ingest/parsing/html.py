@@ -69,13 +69,21 @@ def parse_html(markup: str) -> ParsedDocument:
 
 
 def _tree(markup: str) -> _Element | None:
+    """The page's root element; None when there is none. Fed as UTF-8 with that encoding
+    imposed: the text is decoded already, whatever a <meta> or an XML declaration says."""
     parser = etree.HTMLParser(
-        remove_comments=True, remove_pis=True, no_network=True, default_doctype=False
+        encoding="utf-8",
+        remove_comments=True,
+        remove_pis=True,
+        no_network=True,
+        default_doctype=False,
     )
     try:
-        return etree.fromstring(markup, parser)
-    except (etree.XMLSyntaxError, ValueError):  # nothing that parses as a page
-        return None
+        return etree.fromstring(markup.encode("utf-8"), parser)
+    except etree.XMLSyntaxError as exc:
+        if any(error.type_name == "ERR_NO_MEMORY" for error in exc.error_log):
+            raise MemoryError from None  # libxml2 under the parse worker's memory cap
+        raise Unprocessable(f"the HTML could not be parsed: {exc}") from None
 
 
 def _name(element: _Element) -> str:
