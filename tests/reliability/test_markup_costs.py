@@ -12,10 +12,14 @@ from typing import Any
 
 import pytest
 from httpx import AsyncClient, Response
+from sqlalchemy.ext.asyncio import AsyncEngine
 
+from app.db.engine import create_sessionmaker
+from app.settings import Settings
 from tests.api.calls import DOCUMENTS
 from tests.api.test_upload import upload
-from tests.conftest import TenantClient
+from tests.conftest import TenantClient, app_client, new_tenant
+from tests.fakes import WordHashEmbedder
 
 pytestmark = pytest.mark.slow
 MB = 1024 * 1024
@@ -71,4 +75,28 @@ async def test_a_2_mb_page_of_paragraphs_posted_as_json_answers_within_seconds(
     )
     assert reply.status_code == 201, reply.text
     assert seconds < SECONDS, f"{seconds:.1f} s"
+    assert growth < GROWTH, f"+{growth / MB:.0f} MB"
+
+
+async def test_three_such_pages_at_once_queue_for_the_workers_and_memory_stays_flat(
+    settings: Settings, app_engine: AsyncEngine, embedder: WordHashEmbedder
+) -> None:
+    committed = create_sessionmaker(app_engine)  # three requests at once: three connections
+    pages = [_paragraphs(2 * MB) + f"<p>Copy {n}.".encode() for n in range(3)]
+    async with app_client(settings, committed, embedder) as http:
+        tenant = await new_tenant(http, settings, committed)
+
+        async def all_three() -> Response:
+            replies = await asyncio.gather(
+                *(
+                    upload(tenant, f"page{n}.html", page, content_type="text/html")
+                    for n, page in enumerate(pages)
+                )
+            )
+            for reply in replies:
+                assert reply.status_code == 201, reply.text
+            return replies[0]
+
+        _, seconds, growth = await _timed(http, all_three)
+    assert seconds < 2 * SECONDS, f"{seconds:.1f} s"
     assert growth < GROWTH, f"+{growth / MB:.0f} MB"
