@@ -166,6 +166,7 @@ def parse_limits(settings: Settings) -> ParseLimits:
         max_unzipped_bytes=settings.parse_max_unzipped_bytes,
         max_rows=settings.parse_max_rows,
         max_xml_depth=settings.parse_max_xml_depth,
+        inline_bytes=settings.parse_inline_bytes,
     )
 
 
@@ -173,7 +174,7 @@ def parse_limits(settings: Settings) -> ParseLimits:
 def sandboxed_parser(settings: Settings) -> Iterator[Parser]:
     """The parser of the service and the job workers: PDFs and the other binary formats in
     killable worker processes."""
-    sandbox = FileSandbox(settings.parse_workers)
+    sandbox = FileSandbox(settings.parse_workers, max_memory_mb=settings.parse_max_memory_mb)
     try:
         yield Parser(parse_limits(settings), sandbox)
     finally:

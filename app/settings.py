@@ -193,6 +193,8 @@ class Settings(BaseSettings):
     http_body_min_bytes_per_second: int = Field(default=16 * 1024, ge=0)
     http_keepalive_seconds: float = Field(default=5.0, gt=0, le=3600)  # idle between requests
     batch_max_documents: int = Field(default=100, ge=1)
+    # chunks one synchronous ingest request may make (app/ingest/allowance.py): past it, a job
+    sync_ingest_max_chunks: int = Field(default=1_000, ge=1)
     # what one document may cost to parse (app/ingest/parsing/limits.py)
     parse_seconds: float = Field(default=5.0, gt=0)  # files: budget = this + per MB sent
     parse_seconds_per_mb: float = Field(default=10.0, ge=0)
@@ -203,6 +205,9 @@ class Settings(BaseSettings):
     parse_max_rows: int = Field(default=200_000, ge=1)  # a workbook's rows, empty ones included
     parse_max_xml_depth: int = Field(default=128, ge=8, le=10_000)
     parse_workers: int = Field(default=1, ge=1, le=64)  # processes reading PDFs, Office files
+    # address space of each parse worker, MiB (RLIMIT_AS; 0: unbounded): past it a 422
+    parse_max_memory_mb: int = Field(default=768, ge=0)
+    parse_inline_bytes: int = Field(default=32 * 1024, ge=0)  # larger markdown/HTML: the workers
 
     # ingestion jobs (docs/JOBS.md)
     job_workers: int = Field(default=1, ge=0, le=64)  # in-process workers of `rag serve`

@@ -11,6 +11,10 @@ from tokenizers import Tokenizer
 from app.ingest.parsing import ParsedDocument, Section
 
 RANGE_DASH = "\N{EN DASH}"
+# The splitter is fed windows of at most this many characters per chunk token: on text with
+# no boundary to cut at (a run of punctuation) its cost grows with the square of what it is
+# given (80,000 brackets took 33 s, 20,000 took 1 s), on windows it stays linear.
+WINDOW_CHARS_PER_TOKEN = 64
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,6 +70,7 @@ class Chunker:
         if chunk_tokens < 1 or not 0 <= overlap_tokens < chunk_tokens:
             raise ValueError("need chunk_tokens >= 1 and 0 <= overlap_tokens < chunk_tokens")
         self._chunk_tokens = chunk_tokens
+        self._window = chunk_tokens * WINDOW_CHARS_PER_TOKEN
         self._tokenizer = _without_padding_or_truncation(tokenizer)
         self._splitter = TextSplitter.from_huggingface_tokenizer(
             self._tokenizer, chunk_tokens, overlap=overlap_tokens
@@ -101,12 +106,28 @@ class Chunker:
             return [_Piece(text, size, section.page_number, path)]
         if not size:
             return []
-        chunks = [chunk for chunk in self._splitter.chunks(text) if chunk.strip()]
+        chunks = [chunk for chunk in self._split(text) if chunk.strip()]
         return [  # a piece of only what the tokenizer ignores (U+200B …) is no chunk
             _Piece(c, n, section.page_number, path)
             for c, n in zip(chunks, self._count(chunks), strict=True)
             if n
         ]
+
+    def _split(self, text: str) -> list[str]:
+        """The splitter's chunks of the text, fed a window at a time: each window's chunks but
+        its last are kept, and the next window starts where that last one did, so the chunks
+        and their overlaps are those of the whole text, at a cost linear in its length."""
+        chunks: list[str] = []
+        start = 0
+        while len(text) - start > self._window:
+            found = self._splitter.chunk_indices(text[start : start + self._window])
+            if len(found) < 2:  # a window holds one chunk only when it is one long grapheme
+                chunks += [chunk for _, chunk in found]
+                start += self._window
+                continue
+            chunks += [chunk for _, chunk in found[:-1]]
+            start += found[-1][0]
+        return chunks + self._splitter.chunks(text[start:])
 
     def _rows(self, rows: list[Section], sizes: list[int]) -> list[_Piece]:
         """Whole rows packed into chunks under the sheet's header, each chunk's path the
@@ -133,6 +154,12 @@ class Chunker:
                     group = _Group(header, header_size)
                 group.add(row, size)
         return pieces + group.piece()
+
+    def fewest_chunks(self, parsed: ParsedDocument) -> int:
+        """The fewest chunks the document can make: its tokens over the chunk size (one
+        tokenizer pass; splitting costs many)."""
+        tokens = sum(self._count([section.text.strip() for section in parsed.sections]))
+        return tokens // self._chunk_tokens
 
     def _count(self, texts: list[str]) -> list[int]:
         encodings = self._tokenizer.encode_batch(texts, add_special_tokens=False)

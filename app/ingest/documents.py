@@ -33,7 +33,21 @@ from app.ingest.versions import IngestResult
 
 INLINE = Parser()  # default limits, PDFs read in the calling thread
 
-__all__ = ["INLINE", "Limits", "ingest_document", "ingest_documents", "ingest_stream"]
+__all__ = [
+    "INLINE",
+    "Limits",
+    "ingest_document",
+    "ingest_documents",
+    "ingest_stream",
+    "synchronous",
+]
+
+
+def synchronous(max_chunks: int) -> Limits:
+    """The limits of an ingest the caller waits for: at most `max_chunks` chunks made across
+    its documents (app/ingest/allowance.py; past it a 413 that says to use a job). Jobs and
+    the command line run without this bound."""
+    return Limits(max_chunks=max_chunks)
 
 
 async def ingest_document(
@@ -44,6 +58,7 @@ async def ingest_document(
     tenant_id: str,
     document: DocumentInput,
     parser: Parser = INLINE,
+    limits: Limits | None = None,
 ) -> IngestResult:
     """Ingest one document; its failure is raised."""
     [outcome] = await ingest_documents(
@@ -53,6 +68,7 @@ async def ingest_document(
         tenant_id=tenant_id,
         documents=[document],
         parser=parser,
+        limits=limits,
     )
     if isinstance(outcome, AppError):
         raise outcome
@@ -73,7 +89,8 @@ async def ingest_documents(
 
     The same (collection, external_id) twice in a batch is applied in order, as if the
     documents had come one after the other. `parser` holds each document to the parse limits
-    (app/ingest/parsing/limits.py); the service's reads PDFs in a killable sandbox."""
+    (app/ingest/parsing/limits.py); the service's reads PDFs in a killable sandbox.
+    `limits.max_chunks` bounds the chunks the whole batch may make (`synchronous`)."""
     outcomes: list[Outcome] = []
 
     async def keep(_index: int, outcome: Outcome) -> None:

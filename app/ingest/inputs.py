@@ -16,6 +16,7 @@ import numpy as np
 
 from app.embeddings import Embedder
 from app.errors import AppError, Unprocessable
+from app.ingest.allowance import ChunkAllowance
 from app.ingest.chunking import ChunkDraft, Chunker, embedded_text
 from app.ingest.parsing import ParsedDocument, Parser, SourceType
 from app.ingest.store import DEFAULT_COLLECTION
@@ -61,14 +62,20 @@ def sha256(data: str | bytes) -> str:
 
 
 def prepare_all(
-    documents: Sequence[DocumentInput], chunker: Chunker, embedder: Embedder, parser: Parser
+    documents: Sequence[DocumentInput],
+    chunker: Chunker,
+    embedder: Embedder,
+    parser: Parser,
+    *,
+    allowance: ChunkAllowance | None = None,
 ) -> list[Prepared | AppError]:
-    """Check, parse and chunk every document (CPU-bound: runs in a worker thread)."""
+    """Check, parse and chunk every document (CPU-bound: runs in a worker thread); the chunks
+    they make are taken from `allowance` (allowance.py) when there is one."""
     out: list[Prepared | AppError] = []
     for document in documents:
         try:
             _check_precomputed(document, embedder)
-            out.append(prepare(document, chunker, parser))
+            out.append(prepare(document, chunker, parser, allowance=allowance))
         except AppError as error:
             out.append(error)
     return out
@@ -92,8 +99,15 @@ def _check_precomputed(document: DocumentInput, embedder: Embedder) -> None:
             )
 
 
-def prepare(document: DocumentInput, chunker: Chunker, parser: Parser) -> Prepared:
-    """Parse and chunk (CPU-bound: runs in a worker thread)."""
+def prepare(
+    document: DocumentInput,
+    chunker: Chunker,
+    parser: Parser,
+    *,
+    allowance: ChunkAllowance | None = None,
+) -> Prepared:
+    """Parse and chunk (CPU-bound: runs in a worker thread); 413 when the chunks do not fit
+    in `allowance`, before chunking when the tokens alone say so."""
     if document.chunks is not None:
         parsed = ParsedDocument(title=document.title, sections=[])
         drafts = [
@@ -102,7 +116,11 @@ def prepare(document: DocumentInput, chunker: Chunker, parser: Parser) -> Prepar
         ]
     else:
         parsed = parser.parse(document.content, document.source_type)
+        if allowance is not None:
+            allowance.expect(chunker.fewest_chunks(parsed))
         drafts = chunker.split(parsed)
+        if allowance is not None:
+            allowance.take(len(drafts))
     title = document.title or parsed.title or _title_from(document, drafts)
     texts = [
         embedded_text(title=title, section_path=draft.section_path, content=draft.content)

@@ -38,6 +38,7 @@ from app.db.tenancy import SessionMaker, readers_of_sessions, tenant_transaction
 from app.embeddings import Embedder
 from app.errors import AppError
 from app.ingest import steps
+from app.ingest.allowance import ChunkAllowance
 from app.ingest.chunking import Chunker
 from app.ingest.inputs import DocumentInput
 from app.ingest.parsing import Parser
@@ -56,6 +57,7 @@ class Limits:
     slice_documents: int = 32
     slice_bytes: int = 8 * 2**20
     buffer: int = 1  # items waiting between two stages
+    max_chunks: int | None = None  # chunks all the documents may make (allowance.py)
 
     @property
     def documents_in_flight(self) -> int:
@@ -98,10 +100,13 @@ class _Context:
     database: anyio.Lock = field(default_factory=anyio.Lock)
     holders: dict[DocumentKey, _Unit] = field(default_factory=dict)  # the latest unit per key
     read_ahead: _Budget = field(init=False)
+    allowance: ChunkAllowance | None = field(init=False)
     stopped: bool = False
 
     def __post_init__(self) -> None:
         self.read_ahead = _Budget(self.limits.slice_bytes)
+        chunks = self.limits.max_chunks
+        self.allowance = None if chunks is None else ChunkAllowance(chunks)
 
 
 class _Budget:
@@ -193,6 +198,7 @@ async def _prepare(receive: Receive[DocumentInput], send: Send[_Unit], ctx: _Con
                 embedder=ctx.embedder,
                 parser=ctx.parser,
                 readers=readers,
+                allowance=ctx.allowance,
             )
             pending = await anyio.to_thread.run_sync(prepare)
             items = [p for p in pending if isinstance(p, Pending)]

@@ -12,6 +12,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.embeddings import Embedder
 from app.errors import AppError, Conflict, Unprocessable
+from app.ingest.allowance import ChunkAllowance
 from app.ingest.chunking import Chunker
 from app.ingest.inputs import DocumentInput, fingerprint, prepare_all, sha256
 from app.ingest.parsing import Parser
@@ -44,11 +45,12 @@ def prepare_slice(
     embedder: Embedder,
     parser: Parser,
     readers: Readers,
+    allowance: ChunkAllowance | None = None,
 ) -> list[Pending | AppError]:
     """Parse, chunk and check each document; `start` is the first one's index in the stream.
     CPU-bound: runs in a worker thread."""
     out: list[Pending | AppError] = []
-    prepared = prepare_all(documents, chunker, embedder, parser)
+    prepared = prepare_all(documents, chunker, embedder, parser, allowance=allowance)
     for index, (document, ready) in enumerate(zip(documents, prepared, strict=True), start):
         if not isinstance(ready, AppError) and not readers.may_see(document.access):
             ready = Unprocessable(

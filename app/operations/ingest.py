@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from app.db.tenancy import SessionMaker, readers_of_sessions, tenant_transaction
 from app.errors import AppError, PayloadTooLarge
 from app.ingest.catalog import DocumentChange, DocumentSummary, update_document
-from app.ingest.documents import ingest_document, ingest_documents
+from app.ingest.documents import ingest_document, ingest_documents, synchronous
 from app.ingest.inputs import DocumentInput
 from app.ingest.versions import IngestResult
 from app.resources import Resources
@@ -28,6 +28,7 @@ async def ingest(
         tenant_id=tenant_id,
         document=document,
         parser=resources.parser,
+        limits=synchronous(resources.settings.sync_ingest_max_chunks),
     )
     resources.usage.record(tenant_id, "ingests")
     return result
@@ -50,6 +51,7 @@ async def ingest_batch(
         tenant_id=tenant_id,
         documents=documents,
         parser=resources.parser,
+        limits=synchronous(resources.settings.sync_ingest_max_chunks),
     )
     done = sum(1 for outcome in outcomes if not isinstance(outcome, AppError))
     resources.usage.record(tenant_id, "ingests", done)

@@ -28,7 +28,7 @@ from app.db.models import Document
 from app.db.tenancy import SessionMaker, readers_of_sessions, tenant_transaction
 from app.errors import AppError
 from app.ingest.catalog import DocumentChange, get_document, update_document
-from app.ingest.documents import ingest_documents
+from app.ingest.documents import ingest_documents, synchronous
 from app.ingest.inputs import DocumentInput
 from app.ingest.steps import prepare_slice
 from app.ingest.sync import Erased, Plan, Stored, erase, plan, stored_documents
@@ -175,6 +175,7 @@ async def _ingest(
         tenant_id=tenant_id,
         documents=documents,
         parser=resources.parser,
+        limits=synchronous(resources.settings.sync_ingest_max_chunks),
     )
     written = []
     for document, outcome in zip(documents, outcomes, strict=True):

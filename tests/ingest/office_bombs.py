@@ -93,6 +93,18 @@ def empty_rows_xlsx(rows: int = 1_000_000) -> bytes:
     return replaced(xlsx_bytes(rows=1), "xl/worksheets/sheet1.xml", sheet.encode())
 
 
+def one_row_number_xlsx(rows: int = 1_000_000) -> bytes:
+    """A million empty row elements that all say they are row 1 (28 KB sent): a reader that
+    counts rows by their numbers never stops, one that parses the whole sheet first overruns
+    the parse budget of so small a file."""
+    sheet = (
+        f'<worksheet xmlns="{_SHEET_NS}"><dimension ref="A1"/><sheetData>'
+        + '<row r="1"/>' * rows
+        + "</sheetData></worksheet>"
+    )
+    return replaced(xlsx_bytes(rows=1), "xl/worksheets/sheet1.xml", sheet.encode())
+
+
 def far_row_xlsx(row: int = 1_048_576) -> bytes:
     """One cell in the sheet's last row and a dimension claiming the whole sheet: a reader
     that trusts either walks a million rows (of 16,384 columns)."""

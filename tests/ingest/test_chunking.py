@@ -4,13 +4,16 @@ from __future__ import annotations
 
 import itertools
 import random
+import time
 from pathlib import Path
 
 import pytest
+from semantic_text_splitter import TextSplitter
 from tokenizers import Tokenizer
 
 from app.embeddings.local import default_tokenizer_path
 from app.ingest.chunking import (
+    WINDOW_CHARS_PER_TOKEN,
     ChunkDraft,
     Chunker,
     embedded_text,
@@ -186,3 +189,20 @@ def test_default_tokenizer_is_minilms_and_counts_plainly(tokenizer: Tokenizer) -
     assert tokenizer.padding is None
     assert tokenizer.truncation is None
     assert len(tokenizer.encode("word " * 1000, add_special_tokens=False).ids) == 1000
+
+
+def test_text_without_boundaries_is_chunked_in_linear_time(tokenizer: Tokenizer) -> None:
+    chunker = Chunker(tokenizer, chunk_tokens=200, overlap_tokens=20)
+    started = time.perf_counter()
+    chunks = chunker.split(_document(Section("[" * 200_000, (), None)))
+    assert time.perf_counter() - started < 15.0  # the splitter alone: minutes (quadratic)
+    assert "".join(chunk.content for chunk in chunks).count("[") >= 200_000
+    assert max(chunk.token_count for chunk in chunks) <= 200
+
+
+def test_chunks_fed_by_windows_are_the_splitters_own(tokenizer: Tokenizer) -> None:
+    text = _sentences(600, seed=3)  # some 30,000 characters: a dozen windows of 16 tokens
+    chunker = Chunker(tokenizer, chunk_tokens=16, overlap_tokens=4)
+    whole = TextSplitter.from_huggingface_tokenizer(tokenizer, 16, overlap=4).chunks(text)
+    assert len(text) > 10 * 16 * WINDOW_CHARS_PER_TOKEN
+    assert [c.content for c in chunker.split(_document(Section(text, (), None)))] == whole

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import codecs
+import time
 
 import pytest
 from fpdf import FPDF
@@ -10,11 +11,14 @@ from fpdf import FPDF
 from app.errors import AppError, Unprocessable, UnsupportedMediaType
 from app.ingest.parsing import (
     ParsedDocument,
+    ParseLimits,
+    Parser,
     SourceType,
     parse_bytes,
     parse_text,
     sniff_source_type,
 )
+from app.ingest.parsing.files import read_file
 
 
 def _pdf(
@@ -238,6 +242,14 @@ def test_html_title_falls_back_to_the_first_h1() -> None:
     assert parsed.title == "Only Heading"
 
 
+def test_an_xhtml_page_with_an_xml_declaration_keeps_its_text() -> None:
+    page = (
+        "<?xml version='1.0' encoding='iso-8859-1'?>"
+        "<html xmlns='http://www.w3.org/1999/xhtml'><body><p>café</p></body></html>"
+    )
+    assert parse_text(page, SourceType.HTML).sections[0].text == "café"
+
+
 def test_html_bytes_in_a_declared_legacy_charset_are_decoded() -> None:
     page = '<html><head><meta charset="iso-8859-1"></head><body><p>café crème</p></body></html>'
     parsed = parse_bytes(page.encode("latin-1"), SourceType.HTML)
@@ -370,3 +382,52 @@ def test_text_formats_come_from_content_then_hints(
     data: bytes, filename: str | None, declared: str | None, expected: SourceType
 ) -> None:
     assert _sniff(data, filename, declared) is expected
+
+
+# Costs: linear in the size sent, and markup past `inline_bytes` read where it can be stopped
+
+
+def test_two_megabytes_of_unclosed_brackets_parse_as_markdown_within_a_second() -> None:
+    started = time.perf_counter()
+    parsed = parse_text("# Brackets\n\n" + "[" * 2_000_000 + "\n\nThe end.", SourceType.MARKDOWN)
+    assert time.perf_counter() - started < 2.0  # the inline pass over it took minutes
+    assert parsed.title == "Brackets"
+    assert _paths(parsed) == [("Brackets",)]
+
+
+def test_a_heading_keeps_its_markup_out_of_its_path() -> None:
+    parsed = parse_text("# **Bold** [link](x) `code`\n\nbody", SourceType.MARKDOWN)
+    assert _paths(parsed) == [("Bold link code",)]
+
+
+def test_a_page_of_a_million_characters_of_paragraphs_parses_within_seconds() -> None:
+    started = time.perf_counter()
+    parsed = parse_text("<html><body>" + "<p>x" * 250_000, SourceType.HTML)
+    assert time.perf_counter() - started < 5.0
+    assert len(parsed.sections[0].text.split("\n\n")) == 250_000
+
+
+@pytest.mark.parametrize(
+    ("source_type", "small", "large"),
+    [
+        (SourceType.HTML, "<p>short</p>", "<p>" + "long " * 1_000 + "</p>"),
+        (SourceType.MARKDOWN, "# Short\n\nbody", "# Long\n\n" + "long " * 1_000),
+    ],
+)
+def test_markup_past_inline_bytes_goes_to_the_file_reader(
+    source_type: SourceType, small: str, large: str
+) -> None:
+    read: list[int] = []
+
+    def reader(
+        content: str | bytes, source_type: SourceType, limits: ParseLimits
+    ) -> ParsedDocument:
+        read.append(len(content))
+        return read_file(content, source_type, limits)
+
+    parser = Parser(ParseLimits(inline_bytes=1_000), reader)
+    for content in (small, large, large.encode()):
+        assert parser.parse(content, source_type).sections
+    assert read == [len(large), len(large)]
+    assert parser.parse("plain " * 1_000, SourceType.TEXT).sections  # text: never
+    assert len(read) == 2

@@ -284,3 +284,21 @@ async def test_admin_stats_show_the_tenants_active_jobs(
     await http.delete(f"/api/rag/jobs/{job_id}", headers=owner_a.headers)
     after = await http.get(f"/api/admin/tenants/{owner_a.tenant_id}/stats", headers=admin)
     assert after.json()["jobs"]["queued"] == 0
+
+
+async def test_a_document_past_the_synchronous_bound_goes_through_as_a_job(
+    settings: Settings, committed: SessionMaker, embedder: WordHashEmbedder
+) -> None:
+    bounded = settings.model_copy(update={"sync_ingest_max_chunks": 4})
+    content = "\n\n".join([PARAGRAPH * 20] * 5)  # 5 chunks of ~290 tokens
+    async with app_client(bounded, committed, embedder) as http:
+        tenant = await new_tenant(http, bounded, committed, tier="enterprise")
+        body = {"title": "Lamps", "content": content}
+        refused = await http.post("/api/rag/documents", json=body, headers=tenant.headers)
+        assert refused.status_code == 413
+        assert "POST /api/rag/jobs" in refused.json()["detail"]
+        job_id = await submit(tenant, json={"documents": [body]})
+        async with workers(bounded, committed, embedder):
+            state = await finished(tenant, job_id)
+    assert state["status"] == "succeeded", state
+    assert state["results"][0]["chunks"] > 4

@@ -81,3 +81,23 @@ async def test_office_files_in_a_job_keep_their_citations_and_bad_ones_fail_alon
     assert (slide["page_number"], slide["section"]) == (2, ["Regional Figures"])
     assert (await _hit(owner_a, "chameleons", "docx"))["section"] == ["Safety"]
     assert (await _hit(owner_a, "enclosure", "xlsx"))["section"] == ["Notes", "row 3"]
+
+
+async def test_a_large_page_and_a_costly_markdown_file_in_a_job_are_read_by_the_workers(
+    owner_a: TenantClient, settings: Settings, committed: SessionMaker, embedder: WordHashEmbedder
+) -> None:
+    page = b"<html><body>" + b"<p>" * 700_000 + b"<p>The lighthouse keeper's last page."
+    capped = settings.model_copy(update={"parse_max_memory_mb": 400, "parse_seconds": 60.0})
+    listing = b"# List\n\n" + b"- x\n" * 200_000  # ~400 MB of parser tokens; the page ~90
+    upload = [
+        ("files", ("site/page.html", page, "text/html")),
+        ("files", ("notes/list.md", listing, "text/markdown")),
+    ]
+    job_id = await submit(owner_a, files=upload)
+    async with sandboxed_workers(capped, committed, embedder):
+        state = await finished(owner_a, job_id)
+    assert state["status"] == "partial", state["results"]
+    read, refused = state["results"]
+    assert (read["status"], read["chunks"]) == ("succeeded", 1)
+    assert refused["error_status"] == 422
+    assert "RAG_PARSE_MAX_MEMORY_MB" in refused["error"]

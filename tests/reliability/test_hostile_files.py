@@ -6,6 +6,7 @@ stored, and the service answers other requests while the file is being read."""
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import AsyncIterator
 
 import pytest
@@ -27,6 +28,7 @@ from tests.ingest.office_bombs import (
     inflating_docx,
     laughing_docx,
     lying_docx,
+    one_row_number_xlsx,
     spread_docx,
 )
 
@@ -154,10 +156,37 @@ async def test_a_million_empty_rows_is_413_with_the_default_limits(
 ) -> None:
     async with app_client(settings, sessions, embedder) as http:
         tenant = await new_tenant(http, settings, sessions)
-        for name, data in [("empty.xlsx", empty_rows_xlsx()), ("far.xlsx", far_row_xlsx())]:
+        bombs = [
+            ("empty.xlsx", empty_rows_xlsx()),
+            ("far.xlsx", far_row_xlsx()),
+            ("same.xlsx", one_row_number_xlsx()),  # 28 KB: a budget of 5.3 s
+        ]
+        for name, data in bombs:
+            started = time.perf_counter()
             problem = assert_problem(await upload(tenant, name, data), 413)
+            assert time.perf_counter() - started < 3.0, name  # counted, not walked
             assert (problem["limit"], problem["value"]) == ("max_rows", 200_000)
             assert "RAG_PARSE_MAX_ROWS" in problem["detail"]
         assert await total(tenant) == 0
         good = await upload(tenant, "stock.xlsx", xlsx_bytes(rows=5))
+        assert good.status_code == 201, good.text
+
+
+async def test_a_file_that_needs_more_memory_than_a_worker_may_have_is_422(
+    settings: Settings, sessions: SessionMaker, embedder: WordHashEmbedder
+) -> None:
+    # a worker's address space is ~230 MB once its readers are imported: 300 leaves it ~70
+    capped = settings.model_copy(update={"parse_max_memory_mb": 300, "parse_seconds": 60.0})
+    listing = b"# List\n\n" + b"- x\n" * 100_000  # 400 KB: 500,000 parser tokens, ~200 MB
+    async with app_client(capped, sessions, embedder) as http:
+        tenant = await new_tenant(http, settings, sessions)
+        reply = await upload(tenant, "list.md", listing, content_type="text/markdown")
+        problem = assert_problem(reply, 422)
+        assert (problem["limit"], problem["value"]) == ("max_memory_mb", 300)
+        assert "RAG_PARSE_MAX_MEMORY_MB" in problem["detail"]
+        page = b"<html><body>" + b"<p>" * 700_000 + b"<p>The end."  # libxml2: ~90 MB
+        reply = await upload(tenant, "page.html", page, content_type="text/html")
+        assert assert_problem(reply, 422)["limit"] == "max_memory_mb"  # not "no text"
+        assert await total(tenant) == 0
+        good = await upload(tenant, "survey.pdf", pdf_bytes())  # the worker reads on
         assert good.status_code == 201, good.text

@@ -1,12 +1,15 @@
-"""The formats that only come as files, each read under the parse limits (limits.py); the
-service calls `read_file` in a killable worker process (sandbox.py)."""
+"""Reading a document under the parse limits (limits.py): the formats that only come as files,
+and markdown and HTML of more than `ParseLimits.inline_bytes`. The service calls `read_file`
+in a killable worker process (sandbox.py)."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 
+from app.errors import UnsupportedMediaType
 from app.ingest.parsing.epub import parse_epub
 from app.ingest.parsing.limits import DEFAULT_LIMITS, ParseLimits
+from app.ingest.parsing.markup import parse_markup
 from app.ingest.parsing.model import ParsedDocument, SourceType
 from app.ingest.parsing.odt import parse_odt
 from app.ingest.parsing.pdf import parse_pdf
@@ -25,7 +28,12 @@ _READERS: dict[SourceType, Callable[[bytes, ParseLimits], ParsedDocument]] = {
 
 
 def read_file(
-    data: bytes, source_type: SourceType, limits: ParseLimits = DEFAULT_LIMITS
+    content: str | bytes, source_type: SourceType, limits: ParseLimits = DEFAULT_LIMITS
 ) -> ParsedDocument:
     """A `FileReading` in this process: the wall-clock budget is the sandbox's to enforce."""
-    return _READERS[SourceType(source_type)](data, limits)
+    kind = SourceType(source_type)
+    if not kind.file_only:
+        return parse_markup(content, kind)
+    if isinstance(content, str):
+        raise UnsupportedMediaType(f"{kind.label} files are uploaded as files, never as text")
+    return _READERS[kind](content, limits)

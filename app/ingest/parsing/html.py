@@ -1,22 +1,32 @@
-"""HTML: the page's main text, with h1-h6 as section paths; page furniture is dropped."""
+"""HTML: the page's main text, with h1-h6 as section paths; page furniture is dropped.
+
+The page is parsed by lxml (libxml2's HTML parser, in C) into its element tree and walked
+once, iteratively, in document order: the cost is linear in the page's size. (A
+BeautifulSoup tree of the same page cost a Python object per element and a full pass per
+search: a megabyte of `<p>` took seconds and hundreds of megabytes.)
+"""
 
 from __future__ import annotations
 
-from bs4 import BeautifulSoup, UnicodeDammit
-from bs4.element import NavigableString, PageElement, Tag
+from collections.abc import Iterator
+
+from bs4 import UnicodeDammit
+from lxml import etree
 
 from app.errors import Unprocessable
 from app.ingest.parsing.model import ParsedDocument, Section, document
 from app.ingest.parsing.text import clean_text, decode_text
 
 # Never text a reader came for: code, styling, widgets, navigation, forms.
-_DROPPED = [
-    *("script", "style", "noscript", "template", "iframe", "object", "embed", "svg", "canvas"),
-    *("nav", "aside", "form", "button", "select", "textarea", "dialog"),
-]
+_DROPPED = frozenset(
+    {
+        *("script", "style", "noscript", "template", "iframe", "object", "embed", "svg", "canvas"),
+        *("nav", "aside", "form", "button", "select", "textarea", "dialog"),
+    }
+)
 # Page banners and footers go too, but not an <article>'s own header (it often holds the h1).
-_FURNITURE = ["header", "footer"]
-_SECTIONING = ["article", "main", "section"]
+_FURNITURE = frozenset({"header", "footer"})
+_SECTIONING = frozenset({"article", "main", "section"})
 _HEADINGS = {f"h{level}": level for level in range(1, 7)}
 _BLOCKS = frozenset(
     {
@@ -25,6 +35,7 @@ _BLOCKS = frozenset(
         *("ul", "ol", "li", "dl", "dt", "dd", "table", "caption", "thead", "tbody", "tfoot", "tr"),
     }
 )
+_Element = etree._Element
 
 
 def decode_html(data: bytes) -> str:
@@ -46,35 +57,102 @@ def parse_html(markup: str) -> ParsedDocument:
     Text inside <main> (else a lone <article>, else <body>) is kept; whitespace collapses as a
     browser would show it, except in <pre>; block elements become paragraphs.
     """
-    soup = BeautifulSoup(markup, "lxml")
-    _drop_furniture(soup)
-    root = _main_content(soup)
-    title_tag = soup.find("title")
-    title = _words(title_tag) if title_tag else ""
-    if not title and (h1 := root.find("h1")):
+    root = _tree(markup)
+    if root is None:
+        raise Unprocessable("the document has no text")
+    found = _Landmarks.of(root)
+    content = found.content(root)
+    title = _words(found.title) if found.title is not None else ""
+    if not title and (h1 := next(_kept(content, "h1"), None)) is not None:
         title = _words(h1)
-    return document(title or None, _Sections().collect(root))
+    return document(title or None, _Sections().collect(content))
 
 
-def _drop_furniture(soup: BeautifulSoup) -> None:
-    for tag in soup.find_all(_DROPPED):
-        if not tag.decomposed:
-            tag.decompose()
-    for tag in soup.find_all(_FURNITURE):
-        if not tag.decomposed and tag.find_parent(_SECTIONING) is None:
-            tag.decompose()
+def _tree(markup: str) -> _Element | None:
+    """The page's root element; None when there is none. Fed as UTF-8 with that encoding
+    imposed: the text is decoded already, whatever a <meta> or an XML declaration says."""
+    parser = etree.HTMLParser(
+        encoding="utf-8",
+        remove_comments=True,
+        remove_pis=True,
+        no_network=True,
+        default_doctype=False,
+    )
+    try:
+        return etree.fromstring(markup.encode("utf-8"), parser)
+    except etree.XMLSyntaxError as exc:
+        if any(error.type_name == "ERR_NO_MEMORY" for error in exc.error_log):
+            raise MemoryError from None  # libxml2 under the parse worker's memory cap
+        raise Unprocessable(f"the HTML could not be parsed: {exc}") from None
 
 
-def _main_content(soup: BeautifulSoup) -> Tag:
-    if isinstance(main := soup.find("main"), Tag):
-        return main
-    if len(articles := soup.find_all("article")) == 1 and isinstance(articles[0], Tag):
-        return articles[0]
-    return soup.body or soup
+def _name(element: _Element) -> str:
+    """The element's tag in lower case; "" for what is not an element (comment, entity)."""
+    tag = element.tag
+    return tag.lower() if isinstance(tag, str) else ""
 
 
-def _words(tag: PageElement) -> str:
-    return " ".join(tag.get_text().split())
+def _removed(element: _Element) -> bool:
+    """Dropped itself, furniture outside any sectioning element, or inside one of those."""
+    chain = [element, *element.iterancestors()]
+    names = [_name(e) for e in chain]
+    for index, name in enumerate(names):
+        if name in _DROPPED:
+            return True
+        if name in _FURNITURE and not _SECTIONING.intersection(names[index + 1 :]):
+            return True
+    return False
+
+
+def _kept(root: _Element, tag: str) -> Iterator[_Element]:
+    return (element for element in root.iter(tag) if not _removed(element))
+
+
+class _Landmarks:
+    """The first <main>, the <article>s and the <title> the reader would see."""
+
+    def __init__(self) -> None:
+        self.main: _Element | None = None
+        self.articles: list[_Element] = []
+        self.title: _Element | None = None
+
+    @classmethod
+    def of(cls, root: _Element) -> _Landmarks:
+        found = cls()
+        found.main = next(_kept(root, "main"), None)
+        found.articles = list(_kept(root, "article"))
+        found.title = next(_kept(root, "title"), None)
+        return found
+
+    def content(self, root: _Element) -> _Element:
+        if self.main is not None:
+            return self.main
+        if len(self.articles) == 1:
+            return self.articles[0]
+        body = root.find("body")
+        return body if body is not None else root
+
+
+def _strings(element: _Element) -> Iterator[str]:
+    """The text inside the element, in order, without what is dropped (not its tail)."""
+    stack: list[_Element | str] = [element]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, str):
+            yield item
+            continue
+        if item is not element and item.tail:
+            stack.append(item.tail)
+        name = _name(item)
+        if not name or name in _DROPPED:
+            continue
+        stack.extend(reversed(item))
+        if item.text:
+            stack.append(item.text)
+
+
+def _words(element: _Element) -> str:
+    return " ".join("".join(_strings(element)).split())
 
 
 class _Sections:
@@ -86,42 +164,57 @@ class _Sections:
         self._paragraphs: list[str] = []
         self._inline: list[str] = []
 
-    def collect(self, root: Tag) -> list[Section]:
-        stack: list[PageElement | None] = [root]  # None: the end of a block element
-        while stack:
-            node = stack.pop()
-            if node is None:
+    def collect(self, root: _Element) -> list[Section]:
+        walker = etree.iterwalk(root, events=("start", "end"))
+        skipped: _Element | None = None  # its end comes next: nothing inside it is walked
+        for event, element in walker:
+            name = _name(element)
+            if event == "start":
+                if not self._opened(element, name):
+                    skipped = element
+                    walker.skip_subtree()
+                continue
+            if element is skipped:
+                skipped = None
+            elif name in _BLOCKS:
                 self._end_paragraph()
-            elif type(node) is NavigableString:  # not comments, doctypes, CDATA …
-                self._inline.append(str(node))
-            elif isinstance(node, Tag):
-                self._visit(node, stack)
+            if element is not root and element.tail:
+                self._inline.append(element.tail)
         self._end_section()
         return self._sections
 
-    def _visit(self, tag: Tag, stack: list[PageElement | None]) -> None:
-        if tag.name in ("head", "title"):  # the title is the document's, not its text
-            return
-        if (level := _HEADINGS.get(tag.name)) is not None:
+    def _opened(self, tag: _Element, name: str) -> bool:
+        """Take in what the element starts with; False when nothing inside it is to be
+        walked (dropped, or read whole here: a heading, <pre>)."""
+        if not name or name in _DROPPED or name in ("head", "title"):
+            return False  # the title is the document's, not its text
+        if name in _FURNITURE and not any(True for _ in tag.iterancestors(*_SECTIONING)):
+            return False
+        if (level := _HEADINGS.get(name)) is not None:
             self._end_section()
             while self._path and self._path[-1][0] >= level:
                 self._path.pop()
             self._path.append((level, _words(tag)))
-        elif tag.name == "pre":
+            return False
+        if name == "pre":
             self._end_paragraph()
-            if (code := tag.get_text().strip("\n")).strip():
+            if (code := "".join(_strings(tag)).strip("\n")).strip():
                 self._paragraphs.append(code)
-        elif tag.name == "br":
+            return False
+        if name == "br":
             self._end_paragraph()
-        else:
-            if tag.name in ("td", "th"):
-                self._inline.append(" ")
-            elif tag.name in _BLOCKS:
-                self._end_paragraph()
-                stack.append(None)
-            stack.extend(reversed(tag.contents))
+            return False
+        if name in ("td", "th"):
+            self._inline.append(" ")
+        elif name in _BLOCKS:
+            self._end_paragraph()
+        if tag.text:
+            self._inline.append(tag.text)
+        return True
 
     def _end_paragraph(self) -> None:
+        if not self._inline:
+            return
         if paragraph := " ".join("".join(self._inline).split()):
             self._paragraphs.append(paragraph)
         self._inline.clear()

@@ -6,8 +6,11 @@ pages, characters of text, bytes a stream may inflate to, and a wall-clock budge
 with the file (`seconds` plus `seconds_per_mb` for each megabyte sent: work in proportion to
 what was sent). With a sandbox (sandbox.py) the budget is enforced by killing the worker
 process that overruns it; without one (the command line's own files) the other limits still
-hold. Text, markdown and HTML parse in linear time and are bounded by the upload size and by
-`max_chars`.
+hold. Markdown and HTML of more than `inline_bytes` go to the same workers under the same
+budget (their parsers are linear, but a megabyte is a tree of a few hundred thousand nodes,
+seconds of CPU and tens of megabytes: that is the workers' to spend, not the API process's);
+smaller ones, and plain text, are parsed in the calling thread. Everything is bounded by the
+upload size and by `max_chars`.
 
 Word, PowerPoint, Excel, EPUB and ODT files are ZIP containers of XML, read in the same
 sandbox under the same budget: each member may inflate to `max_inflated_bytes`, all of them
@@ -38,6 +41,7 @@ class ParseLimits:
     max_unzipped_bytes: int = 256 * MB  # every member of a ZIP container, together
     max_rows: int = 200_000  # rows of a workbook's sheets, empty ones included
     max_xml_depth: int = 128  # nesting of any XML inside a container
+    inline_bytes: int = 32 * 1024  # markdown and HTML up to this size parse in the caller
 
     def budget(self, size_bytes: int) -> float:
         """Wall-clock seconds a file of `size_bytes` may take to parse."""
@@ -64,9 +68,10 @@ def too_many_chars(limits: ParseLimits) -> PayloadTooLarge:
 
 
 class FileReading(Protocol):
-    """Reads a binary file (PDF, Word, PowerPoint, Excel, EPUB, ODT) into sections under the
-    limits, in a sandbox or in process."""
+    """Reads a binary file (PDF, Word, PowerPoint, Excel, EPUB, ODT), or markdown or HTML
+    larger than `limits.inline_bytes`, into sections under the limits, in a sandbox or in
+    process."""
 
     def __call__(
-        self, data: bytes, source_type: SourceType, limits: ParseLimits
+        self, content: str | bytes, source_type: SourceType, limits: ParseLimits
     ) -> ParsedDocument: ...

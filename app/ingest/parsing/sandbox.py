@@ -2,16 +2,25 @@
 
 A thread cannot be stopped, and a pure-Python parser holding the GIL slows the event loop
 too; a process can be killed. `FileSandbox` keeps `workers` spawned processes (pebble's
-ProcessPool: a worker that overruns is killed and replaced), so a hostile upload (a PDF, or a
-Word, PowerPoint, Excel, EPUB or ODT file) costs at most one worker for
+ProcessPool: a worker that overruns is killed and replaced), so a hostile upload (a PDF, a
+Word, PowerPoint, Excel, EPUB or ODT file, or markdown or HTML past `ParseLimits.inline_bytes`)
+costs at most one worker for
 `ParseLimits.budget(size)` seconds, the event loop and the other tenants' requests stay
 responsive meanwhile, and no more than `workers` cores ever parse files at once (the next
 uploads wait for a free worker, within their own budget).
+
+Each worker's memory is bounded too: its address space is capped (RLIMIT_AS) at
+`max_memory_mb` (RAG_PARSE_MAX_MEMORY_MB), so a small file that would inflate into gigabytes of
+objects (a 2 MB markdown list is a million parser tokens, a gigabyte) fails its allocation in
+the worker: a 422 naming the limit, the worker's memory freed as the error unwinds, and the
+worker reads on. An allocation that fails inside C code may kill the worker instead: that is
+the 422 of a worker that stopped, and pebble replaces it.
 """
 
 from __future__ import annotations
 
 import multiprocessing
+import resource
 import threading
 from concurrent.futures import TimeoutError as FutureTimeout
 from concurrent.futures.process import BrokenProcessPool
@@ -21,16 +30,45 @@ from pebble import ProcessExpired, ProcessPool
 from app.errors import ServiceUnavailable, Unprocessable
 from app.ingest.parsing.files import read_file
 from app.ingest.parsing.limits import ParseLimits
+from app.ingest.parsing.markup import size_of
 from app.ingest.parsing.model import ParsedDocument, SourceType
 
 _REPRINT = {SourceType.PDF: "; a PDF printed again from its source usually reads"}
 
 
+MIB = 1024 * 1024
+
+
+class OutOfMemory(Exception):
+    """A worker's allocation failed under its address-space cap (pickled back to the parent)."""
+
+
+def _cap_memory(max_bytes: int) -> None:
+    """A worker's initializer: its address space is at most `max_bytes` (0: unbounded)."""
+    if max_bytes:
+        _, hard = resource.getrlimit(resource.RLIMIT_AS)
+        cap = max_bytes if hard == resource.RLIM_INFINITY else min(max_bytes, hard)
+        resource.setrlimit(resource.RLIMIT_AS, (cap, hard))
+
+
+def _read_capped(
+    content: str | bytes, source_type: SourceType, limits: ParseLimits
+) -> ParsedDocument:
+    """`read_file` in a worker; a MemoryError goes back as OutOfMemory, once what the read
+    built is freed (a MemoryError may not even pickle without memory to spare)."""
+    try:
+        return read_file(content, source_type, limits)
+    except MemoryError:
+        pass
+    raise OutOfMemory
+
+
 class FileSandbox:
     """A `FileReading` that parses in killable worker processes; close() it when done."""
 
-    def __init__(self, workers: int = 1) -> None:
+    def __init__(self, workers: int = 1, *, max_memory_mb: int = 0) -> None:
         self._workers = workers
+        self._max_memory_mb = max_memory_mb
         self._pool: ProcessPool | None = None  # started by the first file
         self._lock = threading.Lock()
 
@@ -39,15 +77,24 @@ class FileSandbox:
             if self._pool is None:
                 # spawn, not fork: the service process holds threads (event loop, torch)
                 context = multiprocessing.get_context("spawn")
-                self._pool = ProcessPool(max_workers=self._workers, context=context)
+                self._pool = ProcessPool(
+                    max_workers=self._workers,
+                    context=context,
+                    initializer=_cap_memory,
+                    initargs=(self._max_memory_mb * MIB,),
+                )
             return self._pool
 
-    def __call__(self, data: bytes, source_type: SourceType, limits: ParseLimits) -> ParsedDocument:
+    def __call__(
+        self, content: str | bytes, source_type: SourceType, limits: ParseLimits
+    ) -> ParsedDocument:
         """Blocking (call it from a worker thread): the parsed file, or the error that stopped
         it, 422 when it overran its budget or killed its worker."""
-        budget = limits.budget(len(data))
+        budget = limits.budget(size_of(content))
         kind = SourceType(source_type)
-        future = self._started().schedule(read_file, args=(data, kind, limits), timeout=budget)
+        future = self._started().schedule(
+            _read_capped, args=(content, kind, limits), timeout=budget
+        )
         try:
             parsed: ParsedDocument = future.result()
         except FutureTimeout:
@@ -57,6 +104,13 @@ class FileSandbox:
                 f"{limits.seconds_per_mb:g} s per MB sent) and was stopped: the file is "
                 f"malformed or built to be slow{_REPRINT.get(kind, '')}",
                 extra={"limit": "seconds", "value": round(budget, 3)},
+            ) from None
+        except (OutOfMemory, MemoryError):
+            raise Unprocessable(
+                f"reading the {kind.label} needed more memory than a parse worker may have "
+                f"(RAG_PARSE_MAX_MEMORY_MB {self._max_memory_mb:,} MB of address space) and was "
+                "stopped: the file is malformed or built to be costly, or raise the limit",
+                extra={"limit": "max_memory_mb", "value": self._max_memory_mb},
             ) from None
         except ProcessExpired as exc:
             raise Unprocessable(

@@ -22,7 +22,7 @@ import io
 import struct
 import zipfile
 import zlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import IO
 
@@ -57,14 +57,21 @@ def open_zip(data: bytes) -> zipfile.ZipFile:
     return archive
 
 
-def vetted(data: bytes, limits: ParseLimits, *, lenient_xml: bool = False) -> zipfile.ZipFile:
+def vetted(
+    data: bytes,
+    limits: ParseLimits,
+    *,
+    lenient_xml: bool = False,
+    watch: Callable[[bytes], None] | None = None,
+) -> zipfile.ZipFile:
     """The archive after every member passed the limits (see the module's docstring);
-    `lenient_xml` tolerates malformed XML (EPUB's XHTML), never deep nesting."""
+    `lenient_xml` tolerates malformed XML (EPUB's XHTML), never deep nesting. `watch` sees
+    every XML member's bytes as they are inflated, before they are vetted, and may refuse."""
     archive = open_zip(data)
     check_declared(archive, limits)
     total = 0
     for info in archive.infolist():
-        total += _inflate(archive, info, limits, lenient_xml=lenient_xml, before=total)
+        total += _inflate(archive, info, limits, lenient_xml=lenient_xml, before=total, watch=watch)
     return archive
 
 
@@ -98,6 +105,7 @@ def _inflate(
     *,
     lenient_xml: bool,
     before: int,
+    watch: Callable[[bytes], None] | None = None,
 ) -> int:
     """Inflate one member as a stream, counting; XML goes through the vetting parser."""
     vetting = None
@@ -112,6 +120,8 @@ def _inflate(
             if before + size > limits.max_unzipped_bytes:
                 raise unzipped_too_large(limits)
             if vetting is not None:
+                if watch is not None:
+                    watch(chunk)
                 vetting.feed(chunk)
     if vetting is not None and size:
         vetting.close()
