@@ -14,9 +14,11 @@ chunks until this migration has reached them). The GIN index moves to that expre
 phrase and exclusion operators filter on.
 
 Existing chunks are rebuilt here in batches, each its own transaction: one tenant's next
-`BATCH` chunks without a heading vector take their old terms out of the statistics and
-postings, get the vector, and put their new terms in, so the statistics are exact after every
-commit. A stopped run starts again where it stopped (`heading_vector IS NULL` marks what is
+`BATCH` chunks without a heading vector get it, and the statistics and postings take in what
+it adds (the headings' tokens, df for lexemes new to a chunk, every posting of the chunks
+written again with its tf and the chunk's new length), so they are exact after every commit.
+The content-only GIN index is dropped before (the batches need not maintain it) and the index
+on the keyword terms built after. A stopped run starts again where it stopped (`heading_vector IS NULL` marks what is
 left; the column and the function are created only if missing). Every statement names one
 tenant and sets it for row-level security, so on Citus each goes to that tenant's shard. The
 chunks of a document written by a service of the previous version during the run are counted
@@ -31,7 +33,7 @@ down_revision = "0014"
 branch_labels = None
 depends_on = None
 
-BATCH = 2000
+BATCH = 1000
 
 HEADING_TEXT = """
 CREATE OR REPLACE FUNCTION rag_heading_text(title text, section_path text[]) RETURNS text
@@ -54,40 +56,35 @@ NEXT = text(
     " AND id > CAST(:after AS uuid) ORDER BY id LIMIT :batch"
 )
 OF_BATCH = "c.tenant_id = :tenant AND c.id = ANY(:ids)"
-REMOVE = (
-    "UPDATE bm25_corpus b SET chunks = b.chunks - d.chunks, tokens = b.tokens - d.tokens"
-    f" FROM (SELECT c.tenant_id, count(*) AS chunks, sum({LENGTH}) AS tokens"
-    f" FROM chunks c WHERE {OF_BATCH} GROUP BY c.tenant_id) d"
-    " WHERE b.tenant_id = :tenant AND b.tenant_id = d.tenant_id",
-    "UPDATE bm25_terms t SET df = t.df - d.df"
-    " FROM (SELECT c.tenant_id, l.lexeme, count(*) AS df"
-    f" FROM chunks c, unnest(tsvector_to_array({TERMS})) AS l(lexeme) WHERE {OF_BATCH}"
-    " GROUP BY c.tenant_id, l.lexeme) d"
-    " WHERE t.tenant_id = :tenant AND t.tenant_id = d.tenant_id AND t.lexeme = d.lexeme",
-    "DELETE FROM bm25_postings p USING (SELECT c.tenant_id, l.lexeme, c.id"
-    f" FROM chunks c, unnest(tsvector_to_array({TERMS})) AS l(lexeme) WHERE {OF_BATCH}) d"
-    " WHERE p.tenant_id = :tenant AND p.tenant_id = d.tenant_id"
-    " AND p.lexeme = d.lexeme AND p.chunk_id = d.id",
+# A batch's chunks have no heading vector: their terms are their content's. Adding a heading
+# only adds terms (a lexeme of both counts the positions of both) and tokens, so the batch's
+# chunks keep their count, the tenant's tokens grow by the headings' tokens, a lexeme's df by
+# the chunks whose heading has it and whose content has not, and every posting of the chunks
+# is written again (its tf, and the chunk's length in every one of them) or added.
+LOCK = (
+    "SELECT tenant_id FROM bm25_corpus WHERE tenant_id = :tenant FOR UPDATE"  # writers' order
 )
 BUILD = (
     "UPDATE chunks c SET heading_vector ="
     " to_tsvector('english', rag_heading_text(d.title, c.section_path))"
-    f" FROM documents d WHERE {OF_BATCH}"
+    f" FROM documents d WHERE {OF_BATCH} AND c.heading_vector IS NULL"
     " AND d.tenant_id = :tenant AND d.tenant_id = c.tenant_id AND d.id = c.document_id"
 )
 ADD = (
-    "INSERT INTO bm25_corpus AS b (tenant_id, chunks, tokens)"
-    f" SELECT c.tenant_id, count(*), sum({LENGTH}) FROM chunks c WHERE {OF_BATCH}"
-    " GROUP BY c.tenant_id ON CONFLICT (tenant_id) DO UPDATE"
-    " SET chunks = b.chunks + excluded.chunks, tokens = b.tokens + excluded.tokens",
+    "UPDATE bm25_corpus b SET tokens = b.tokens + d.tokens"
+    " FROM (SELECT c.tenant_id, sum(rag_tsvector_tokens(c.heading_vector)) AS tokens"
+    f" FROM chunks c WHERE {OF_BATCH} GROUP BY c.tenant_id) d"
+    " WHERE b.tenant_id = :tenant AND b.tenant_id = d.tenant_id",
     "INSERT INTO bm25_terms AS t (tenant_id, lexeme, df)"
     " SELECT c.tenant_id, l.lexeme, count(*)"
-    f" FROM chunks c, unnest(tsvector_to_array({TERMS})) AS l(lexeme) WHERE {OF_BATCH}"
+    " FROM chunks c, unnest(tsvector_to_array(c.heading_vector)) AS l(lexeme)"
+    f" WHERE {OF_BATCH} AND l.lexeme <> ALL(tsvector_to_array(c.search_vector))"
     " GROUP BY c.tenant_id, l.lexeme ORDER BY c.tenant_id, l.lexeme"
     " ON CONFLICT (tenant_id, lexeme) DO UPDATE SET df = t.df + excluded.df",
-    "INSERT INTO bm25_postings (tenant_id, lexeme, chunk_id, tf, dl)"
+    "INSERT INTO bm25_postings AS p (tenant_id, lexeme, chunk_id, tf, dl)"
     " SELECT c.tenant_id, l.lexeme, c.id, coalesce(array_length(l.positions, 1), 1),"
-    f" {LENGTH} FROM chunks c, unnest({TERMS}) AS l WHERE {OF_BATCH}",
+    f" {LENGTH} FROM chunks c, unnest({TERMS}) AS l WHERE {OF_BATCH}"
+    " ON CONFLICT (tenant_id, lexeme, chunk_id) DO UPDATE SET tf = excluded.tf, dl = excluded.dl",
 )
 # The tenant, every document of it (restricted ones too), for this transaction.
 SCOPE = text(
@@ -104,9 +101,11 @@ def upgrade() -> None:
     bind.commit()  # what a restarted run finds; each batch below commits too
     tenants = [row[0] for row in bind.execute(text("SELECT id FROM tenants ORDER BY id"))]
     bind.commit()
+    # The content-only index goes first: the batches' updates then need not maintain it.
+    op.execute("DROP INDEX IF EXISTS ix_chunks_search_vector")
+    bind.commit()
     for tenant in tenants:
         rebuild_tenant(tenant)
-    op.execute("DROP INDEX IF EXISTS ix_chunks_search_vector")
     op.execute(INDEX)
 
 
@@ -116,13 +115,14 @@ def rebuild_tenant(tenant: str) -> None:
     after = ZERO
     while True:
         bind.execute(SCOPE, {"tenant": tenant})
+        bind.execute(text(LOCK), {"tenant": tenant})
         params = {"tenant": tenant, "after": after, "batch": BATCH}
         ids = [row[0] for row in bind.execute(NEXT, params)]
         if not ids:
             bind.commit()
             return
         batch = {"tenant": tenant, "ids": ids}
-        for statement in (*REMOVE, BUILD, *ADD):
+        for statement in (BUILD, *ADD):
             bind.execute(text(statement), batch)
         bind.commit()
         after = str(ids[-1])
