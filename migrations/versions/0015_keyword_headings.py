@@ -91,11 +91,19 @@ SCOPE = text(
     "SELECT set_config('app.tenant_id', :tenant, true),"
     " set_config('app.all_documents', 'on', true), set_config('app.principals', '{}', true)"
 )
+# On Citus, a function is created or dropped on every node over one connection per node,
+# which a transaction that already worked on shards in parallel cannot give.
+SEQUENTIAL = (
+    "DO $$ BEGIN IF EXISTS (SELECT FROM pg_extension WHERE extname = 'citus') THEN"
+    " SET LOCAL citus.multi_shard_modify_mode TO 'sequential'; END IF; END $$"
+)
 ZERO = "00000000-0000-0000-0000-000000000000"
 
 
 def upgrade() -> None:
     bind = op.get_bind()
+    bind.commit()  # what earlier revisions of this run did (parallel DDL on Citus) ends here
+    op.execute(SEQUENTIAL)
     op.execute(HEADING_TEXT)
     op.execute("ALTER TABLE chunks ADD COLUMN IF NOT EXISTS heading_vector tsvector")
     bind.commit()  # what a restarted run finds; each batch below commits too
@@ -130,9 +138,10 @@ def rebuild_tenant(tenant: str) -> None:
 
 def downgrade() -> None:
     """Back to content-only terms: the statistics and postings are recounted (0007's rule)."""
+    op.execute(SEQUENTIAL)
+    op.execute("DROP FUNCTION IF EXISTS rag_heading_text(text, text[])")
     op.execute("DROP INDEX IF EXISTS ix_chunks_keyword_terms")
     op.execute("ALTER TABLE chunks DROP COLUMN IF EXISTS heading_vector")
-    op.execute("DROP FUNCTION IF EXISTS rag_heading_text(text, text[])")
     op.execute(
         "CREATE INDEX IF NOT EXISTS ix_chunks_search_vector ON chunks USING gin (search_vector)"
     )
