@@ -2,13 +2,15 @@
 on BEIR folders, beside rank-bm25 and exact dense search on the same data, in one run.
 
     python -m bench.quality_bench [--datasets nfcorpus,medline] [--top-k 10]
-        [--weights 0.3,0.4,0.5,0.6,0.7] [--sweep] [--database-url URL]
+        [--weights 0.3,0.4,0.5,0.6,0.7] [--sweep] [--title-apart] [--database-url URL]
 
 Per dataset (../shared/data/<name>): every document ingested as plain text through
-``ingest_documents`` (100 per call; vectors from the local MiniLM model, cached on disk by
-text hash in bench/results/), then every judged test query through ``app.retrieval.search``
-as the runtime role, via ``app.evaluation`` (the code `rag eval` runs): top_k chunks, no
-threshold, a document ranking where its best chunk ranks. Beside the service:
+``ingest_documents`` (its BEIR title as its title and as its text's first line; with
+``--title-apart`` as its title only; 100 per call; vectors from the local MiniLM model, cached
+on disk by text hash in bench/results/), then every judged test query through
+``app.retrieval.search`` as the runtime role, via ``app.evaluation`` (the code `rag eval`
+runs): top_k chunks, no threshold, a document ranking where its best chunk ranks. Beside
+the service:
 
 - before: the previous keyword ranking (``ts_rank_cd`` over the same tsquery, best 40) and
   the previous hybrid (RRF k 60 of the service's vector candidates and those 40), computed
@@ -62,9 +64,10 @@ from bench.kit.report import log, print_table, write_json
 from bench.kit.stats import latency_summary
 
 
-def document_input(doc: BeirDoc) -> DocumentInput:
+def document_input(doc: BeirDoc, *, title_apart: bool = False) -> DocumentInput:
+    """The document's title is its title and, unless `title_apart`, its text's first line."""
     return DocumentInput(
-        content=f"{doc.title}\n\n{doc.text}" if doc.title else doc.text,
+        content=f"{doc.title}\n\n{doc.text}" if doc.title and not title_apart else doc.text,
         source_type=SourceType.TEXT,
         title=doc.title or None,
         external_id=doc.doc_id,
@@ -72,11 +75,17 @@ def document_input(doc: BeirDoc) -> DocumentInput:
 
 
 async def ingest(
-    db: BenchDatabase, embedder: CachingEmbedder, settings: Settings, tenant: str, data: BeirSet
+    db: BenchDatabase,
+    embedder: CachingEmbedder,
+    settings: Settings,
+    tenant: str,
+    data: BeirSet,
+    *,
+    title_apart: bool = False,
 ) -> dict[str, float]:
     assert data.corpus is not None
     chunker = build_chunker(settings, embedder.inner)
-    docs = [document_input(d) for d in data.corpus]
+    docs = [document_input(d, title_apart=title_apart) for d in data.corpus]
     started = time.perf_counter()
     for start in range(0, len(docs), 100):
         await ingest_documents(
@@ -273,7 +282,7 @@ async def run_dataset(
     tenant = f"eval-{name}"
     await create_tenants(db.sessions, [tenant])
     log(f"{name}: ingesting {len(data.corpus or [])} documents")
-    loaded = await ingest(db, embedder, db.settings, tenant, data)
+    loaded = await ingest(db, embedder, db.settings, tenant, data, title_apart=args.title_apart)
     log(f"{name}: {loaded}")
     service = Service(db, embedder, tenant, args.top_k)
     entry: dict[str, Any] = {"corpus": loaded, "queries": len(data.queries)}
@@ -339,6 +348,11 @@ def main() -> None:
         default=[0.3, 0.4, 0.5, 0.6, 0.7],
     )
     parser.add_argument("--sweep", action="store_true", help="k1 / b / weight on dev queries")
+    parser.add_argument(
+        "--title-apart",
+        action="store_true",
+        help="a document's title is its title only, not also the first line of its text",
+    )
     parser.add_argument("--database-url", help="a superuser URL instead of the embedded server")
     args = parser.parse_args()
     started = time.perf_counter()

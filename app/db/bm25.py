@@ -13,11 +13,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from sqlalchemy import delete, func, insert, select, text
+from sqlalchemy import delete, insert, select, text
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from app.db.models import Bm25Corpus, Bm25Posting, Bm25Term, Chunk
+from app.db.bm25_upkeep import LENGTH, TERMS
+from app.db.models import Bm25Corpus, Bm25Posting, Bm25Term
 from app.db.tenancy import SessionMaker, tenant_of, tenant_transaction
 
 
@@ -45,13 +46,18 @@ class Bm25Check:
 async def recount(session: AsyncSession) -> Bm25Stats:
     """The statistics of the session tenant's chunks (those it can see), counted afresh."""
     chunks, tokens = (
-        await session.execute(select(func.count(), func.coalesce(func.sum(Chunk.search_length), 0)))
+        await session.execute(
+            text(
+                f"SELECT count(*), coalesce(sum({LENGTH}), 0) FROM chunks c"
+                " WHERE c.tenant_id = :tenant"
+            ),
+            {"tenant": tenant_of(session)},
+        )
     ).one()
     rows = await session.execute(
         text(
-            "SELECT l.lexeme, count(*) FROM chunks c, "
-            "unnest(tsvector_to_array(c.search_vector)) AS l(lexeme)"
-            " WHERE c.tenant_id = :tenant GROUP BY l.lexeme"
+            f"SELECT l.lexeme, count(*) FROM chunks c, unnest(tsvector_to_array({TERMS}))"
+            " AS l(lexeme) WHERE c.tenant_id = :tenant GROUP BY l.lexeme"
         ),
         {"tenant": tenant_of(session)},
     )
@@ -66,12 +72,12 @@ async def stored(session: AsyncSession) -> Bm25Stats:
     return Bm25Stats(int(chunks), int(tokens), {lexeme: int(df) for lexeme, df in rows})
 
 
-# The postings the tenant's chunks have (migration 0007's rule), and the count of rows on
+# The postings the tenant's chunks have (migration 0015's rule), and the count of rows on
 # which they and the stored ones differ, both ways.
-COUNTED_POSTINGS = """
+COUNTED_POSTINGS = f"""
   SELECT c.tenant_id, l.lexeme, c.id AS chunk_id,
-         coalesce(array_length(l.positions, 1), 1)::smallint AS tf, c.search_length AS dl
-  FROM chunks c, unnest(c.search_vector) AS l WHERE c.tenant_id = :tenant
+         coalesce(array_length(l.positions, 1), 1)::smallint AS tf, {LENGTH} AS dl
+  FROM chunks c, unnest({TERMS}) AS l WHERE c.tenant_id = :tenant
 """
 POSTINGS_DIFFER = text(
     f"""

@@ -21,17 +21,23 @@ from collections.abc import Sequence
 from sqlalchemy import TextClause, text
 from sqlalchemy.ext.asyncio import AsyncSession
 
+# Chunk c's keyword terms and its length in tokens: its content's and those of its heading
+# (its document's title and section path, migration 0015); a chunk without a heading vector
+# counts its content alone. Every count below and in bm25.py uses these two.
+TERMS = "(c.search_vector || coalesce(c.heading_vector, ''::tsvector))"
+LENGTH = "(c.search_length + coalesce(rag_tsvector_tokens(c.heading_vector), 0))"
+
 # The chunks of some of the tenant's documents, and their lexemes.
 CHUNKS_OF = "chunks c WHERE c.tenant_id = :tenant AND c.document_id = ANY(:documents)"
 LEXEMES_OF = (
-    "chunks c, unnest(tsvector_to_array(c.search_vector)) AS l(lexeme)"
+    f"chunks c, unnest(tsvector_to_array({TERMS})) AS l(lexeme)"
     " WHERE c.tenant_id = :tenant AND c.document_id = ANY(:documents)"
 )
 
 ADD = (
     text(
         "INSERT INTO bm25_corpus AS b (tenant_id, chunks, tokens)"
-        f" SELECT c.tenant_id, count(*), sum(c.search_length) FROM {CHUNKS_OF}"
+        f" SELECT c.tenant_id, count(*), sum({LENGTH}) FROM {CHUNKS_OF}"
         " GROUP BY c.tenant_id"
         " ON CONFLICT (tenant_id) DO UPDATE"
         " SET chunks = b.chunks + excluded.chunks, tokens = b.tokens + excluded.tokens"
@@ -45,7 +51,7 @@ ADD = (
     text(
         "INSERT INTO bm25_postings (tenant_id, lexeme, chunk_id, tf, dl)"
         " SELECT c.tenant_id, l.lexeme, c.id, coalesce(array_length(l.positions, 1), 1),"
-        " c.search_length FROM chunks c, unnest(c.search_vector) AS l"
+        f" {LENGTH} FROM chunks c, unnest({TERMS}) AS l"
         " WHERE c.tenant_id = :tenant AND c.document_id = ANY(:documents)"
     ),
 )
@@ -53,7 +59,7 @@ ADD = (
 REMOVE = (
     text(
         "UPDATE bm25_corpus b SET chunks = b.chunks - d.chunks, tokens = b.tokens - d.tokens"
-        " FROM (SELECT c.tenant_id, count(*) AS chunks, sum(c.search_length) AS tokens"
+        f" FROM (SELECT c.tenant_id, count(*) AS chunks, sum({LENGTH}) AS tokens"
         f" FROM {CHUNKS_OF} GROUP BY c.tenant_id) d"
         " WHERE b.tenant_id = :tenant AND b.tenant_id = d.tenant_id"
     ),

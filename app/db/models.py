@@ -25,10 +25,12 @@ from sqlalchemy import (
     Text,
     UniqueConstraint,
     func,
+    literal_column,
     text,
 )
 from sqlalchemy.dialects.postgresql import ARRAY, JSONB, TSVECTOR, UUID
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
+from sqlalchemy.sql.elements import ColumnClause
 
 NAMING_CONVENTION = {
     "ix": "ix_%(table_name)s_%(column_0_N_name)s",
@@ -59,6 +61,11 @@ class BinaryVector(VECTOR):
 
 
 EMBEDDING = BinaryVector()
+# A chunk's keyword terms, which BM25 counts (db/bm25_upkeep.py) and operators filter on: its
+# content's and its heading's; tsvector concatenation adds the positions of a lexeme in both.
+KEYWORD_TERMS: ColumnClause[Any] = literal_column(
+    "(search_vector || coalesce(heading_vector, ''::tsvector))"
+)
 
 
 class Base(DeclarativeBase):
@@ -217,7 +224,8 @@ class Chunk(TenantOwned, Base):
             postgresql_with={"m": 16, "ef_construction": 64},
             postgresql_ops={"embedding": "vector_cosine_ops"},
         ),
-        Index("ix_chunks_search_vector", "search_vector", postgresql_using="gin"),
+        # A chunk's keyword terms: its content's and its heading's (migration 0015).
+        Index("ix_chunks_keyword_terms", KEYWORD_TERMS, postgresql_using="gin"),
         Index(
             "ix_chunks_metadata",
             "metadata",
@@ -248,6 +256,9 @@ class Chunk(TenantOwned, Base):
         Integer,
         Computed("rag_tsvector_tokens(to_tsvector('english', content))", persisted=True),
     )
+    # The terms of its document's title and section path (`rag_heading_text`), written with
+    # the chunk (ingest/store.py); NULL: not built, the chunk's keyword terms are its content's.
+    heading_vector: Mapped[str | None] = mapped_column(TSVECTOR)
     metadata_: Mapped[dict[str, Any]] = mapped_column(
         "metadata", JSONB, nullable=False, server_default="{}"
     )

@@ -8,7 +8,20 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import Table, delete, distinct, func, insert, literal_column, select, text, tuple_
+from sqlalchemy import (
+    Table,
+    Text,
+    bindparam,
+    delete,
+    distinct,
+    func,
+    insert,
+    literal_column,
+    select,
+    text,
+    tuple_,
+)
+from sqlalchemy.dialects.postgresql import ARRAY
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.ext.asyncio import AsyncSession
 
@@ -19,7 +32,15 @@ from app.ingest.vectors import document_vector
 DEFAULT_COLLECTION = "default"
 INSERT_BATCH = 500
 CHUNKS: Table = Chunk.__table__  # type: ignore[assignment]  # Core insert: no ORM bookkeeping
-CHUNK_INSERT = insert(CHUNKS).returning(CHUNKS.c.id)
+# A chunk's heading terms (models.py KEYWORD_TERMS) from its document's title and its section
+# path, by the database's `rag_heading_text` (migration 0015), which also built existing ones.
+HEADING_VECTOR = func.to_tsvector(
+    literal_column("'english'::regconfig"),
+    func.rag_heading_text(
+        bindparam("heading_title", type_=Text), bindparam("heading_path", type_=ARRAY(Text))
+    ),
+)
+CHUNK_INSERT = insert(CHUNKS).values(heading_vector=HEADING_VECTOR).returning(CHUNKS.c.id)
 
 
 @dataclass(frozen=True, slots=True)
@@ -182,6 +203,8 @@ async def write_versions(
             "document_id": w.document_id,
             "collection_id": collections[v.document.collection],
             "access": list(v.document.access),  # equal to the document's (the foreign key)
+            "heading_title": v.document.title,
+            "heading_path": chunk.get("section_path", []),
         }
         for v, w in zip(versions, by_version, strict=True)
         for chunk in v.chunks

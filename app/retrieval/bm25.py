@@ -6,9 +6,11 @@
 
 N, avgdl and df(t) are the tenant's own (`bm25_corpus`, `bm25_terms`: kept exact by triggers
 on `chunks`, under RLS; migration 0003): another tenant's vocabulary never changes a score.
-tf(t, d) is the number of positions of t in the chunk's tsvector, |d| its `search_length` (all
-positions). Documents and queries go through the same analyser, PostgreSQL's `english` text
-search configuration (Snowball stemming, its stop words).
+tf(t, d) is the number of positions of t in the chunk's keyword terms, |d| their count: the
+terms are those of its content and of its heading, the document's title and the chunk's section
+path (migration 0015), as the embedded text has them. Documents and queries go through the
+same analyser, PostgreSQL's `english` text search configuration (Snowball stemming, its stop
+words).
 
 Term at a time over postings (migration 0007: one row per tenant, lexeme and chunk with tf and
 |d|, the primary key carrying both): one index-only range scan per query term, scores summed
@@ -45,7 +47,7 @@ from sqlalchemy.dialects.postgresql import ARRAY, TSQUERY
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.sql.elements import Grouping
 
-from app.db.models import Bm25Corpus, Bm25Posting, Bm25Term, Chunk
+from app.db.models import KEYWORD_TERMS, Bm25Corpus, Bm25Posting, Bm25Term, Chunk
 
 TEXT_SEARCH_CONFIG = "english"
 # Quotes, OR in capitals, or a leading minus: the user wrote web-search syntax, so it is taken
@@ -199,7 +201,7 @@ async def bm25_scores(
 def _operators(query: str) -> list[ColumnElement[bool]]:
     """A query with web-search operators must also match them (phrases, exclusions, OR)."""
     if EXPLICIT_OPERATORS.search(query):
-        return [Chunk.search_vector.op("@@")(keyword_query(query))]
+        return [KEYWORD_TERMS.op("@@")(keyword_query(query))]
     return []
 
 

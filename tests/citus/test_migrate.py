@@ -16,6 +16,7 @@ import asyncpg
 import pytest
 from alembic import command
 from sqlalchemy import Connection
+from sqlalchemy import text as sql
 from sqlalchemy.ext.asyncio import create_async_engine
 
 from app.db import sharding
@@ -265,3 +266,43 @@ def test_the_job_callbacks_migration_downgrades_and_upgrades_on_the_distributed_
     assert columns() == {"0"}
     to("0014")
     assert columns() == {"6"}
+
+
+def test_the_keyword_headings_migration_rebuilds_existing_chunks_on_the_distributed_schema(
+    citus_db: DatabaseUrls,
+) -> None:
+    """0015's batches on distributed tables with a tenant's chunks in place: back to 0014
+    (content-only terms, recounted) and up again, every statement on the tenant's shard, the
+    statistics exact at both ends."""
+    from tests.db.test_migration_0015 import CHUNKS, exact, seed
+
+    config = alembic_config(embedding_dimensions=DIMENSIONS, app_role=APP_ROLE)
+
+    def step(conn: Connection, revision: str) -> None:
+        config.attributes["connection"] = conn
+        if revision == "0014":
+            command.downgrade(config, revision)
+        else:
+            command.upgrade(config, revision)
+
+    async def run() -> None:
+        engine = create_async_engine(async_url(citus_db.owner_url))
+        try:
+            async with engine.connect() as conn:
+                await seed(conn)
+                await conn.run_sync(step, "0014")
+                await conn.commit()
+                await conn.execute(sql("ALTER TABLE chunks ADD COLUMN heading_vector tsvector"))
+                await conn.commit()
+                assert "vorpalix" not in await exact(conn)
+                await conn.execute(sql("ALTER TABLE chunks DROP COLUMN heading_vector"))
+                await conn.commit()
+                await conn.run_sync(step, "head")
+                await conn.commit()
+                terms = await exact(conn)
+                assert terms["vorpalix"] == CHUNKS
+                assert terms["pump"] == CHUNKS
+        finally:
+            await engine.dispose()
+
+    asyncio.run(run())

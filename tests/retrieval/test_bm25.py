@@ -85,26 +85,27 @@ async def test_scores_match_the_formula_by_hand(
     sessions: SessionMaker, embedder: WordHashEmbedder
 ) -> None:
     tenant_id = await registered_tenant(sessions)
-    # english analyser: stop words go, "cats" -> cat, "sleeping" -> sleep, "dogs" -> dog.
+    # english analyser: stop words go, "cats" -> cat, "sleeping" -> sleep, "dogs" -> dog; each
+    # chunk's length counts its document's title too (d1...d4, one token).
     await ingest(
         sessions,
         embedder,
         tenant_id,
         {
-            "d1": "cats sleeping cats",  # cat x2, sleep: length 3
-            "d2": "dogs bark",  # dog, bark: length 2
-            "d3": "cats and dogs and birds",  # cat, dog, bird: length 3
-            "d4": "birds sing at dawn",  # bird, sing, dawn: length 3
+            "d1": "cats sleeping cats",  # cat x2, sleep: length 3 + 1
+            "d2": "dogs bark",  # dog, bark: length 2 + 1
+            "d3": "cats and dogs and birds",  # cat, dog, bird: length 3 + 1
+            "d4": "birds sing at dawn",  # bird, sing, dawn: length 3 + 1
         },
     )
-    n, avgdl = 4, (3 + 2 + 3 + 3) / 4
+    n, avgdl = 4, (4 + 3 + 4 + 4) / 4
     df = {"cat": 2, "dog": 2, "sleep": 1}
     scores = await keyword(sessions, embedder, tenant_id, "sleeping cats with dogs")
     assert set(scores) == {"d1", "d2", "d3"}
     expected = {
-        "d1": bm25({"cat": 2, "sleep": 1}, 3, df, n, avgdl),
-        "d2": bm25({"dog": 1}, 2, df, n, avgdl),
-        "d3": bm25({"cat": 1, "dog": 1}, 3, df, n, avgdl),
+        "d1": bm25({"cat": 2, "sleep": 1}, 4, df, n, avgdl),
+        "d2": bm25({"dog": 1}, 3, df, n, avgdl),
+        "d3": bm25({"cat": 1, "dog": 1}, 4, df, n, avgdl),
     }
     for name, value in expected.items():
         assert scores[name] == pytest.approx(value, abs=1e-6)
@@ -113,7 +114,7 @@ async def test_scores_match_the_formula_by_hand(
         sessions, embedder, tenant_id, "dogs", bm25=Bm25Params(k1=1.5, b=1.0, max_terms=32)
     )
     idf = math.log(1 + (n - 2 + 0.5) / 2.5)
-    assert other["d2"] == pytest.approx(idf * 2.5 / (1 + 1.5 * (2 / avgdl)), abs=1e-6)
+    assert other["d2"] == pytest.approx(idf * 2.5 / (1 + 1.5 * (3 / avgdl)), abs=1e-6)
 
 
 async def test_rare_terms_outrank_common_ones(
