@@ -181,7 +181,7 @@ class Document(TenantOwned, Base):
     )
     content_hash: Mapped[str] = mapped_column(String(64), nullable=False)
     # The source's own revision of it (an etag, a modification time, a commit), as given: what
-    # a collection sync compares a reference with (migration 0015, app/ingest/sync.py).
+    # a collection sync compares a reference with (migration 0016, app/ingest/sync.py).
     version: Mapped[str | None] = mapped_column(Text)
     # Who may see it (app/permissions.py); empty: every member of the tenant.
     access: Mapped[list[str]] = mapped_column(ARRAY(Text), nullable=False, server_default="{}")
@@ -347,7 +347,7 @@ class TenantUsage(Base):
 
 class Receipt(TenantOwned, Base):
     """What a sync, a document deletion or a tenant deletion changed, as signed (migration
-    0015, app/receipts.py). No key to the tenant registry: a tenant's deletion keeps it."""
+    0016, app/receipts.py). No key to the tenant registry: a tenant's deletion keeps it."""
 
     __tablename__ = "receipts"
     __table_args__ = (

@@ -1,8 +1,8 @@
 """Document versions and receipts: what a source says a document's revision is, and the
 signed record of what a sync or a deletion changed.
 
-Revision ID: 0015
-Revises: 0014
+Revision ID: 0016
+Revises: 0015
 Create Date: 2026-11-29
 
 `documents.version` is the caller's opaque revision of a document (an etag, a modification
@@ -19,8 +19,8 @@ from alembic import context, op
 
 from app.db.policies import isolate, release
 
-revision = "0015"
-down_revision = "0014"
+revision = "0016"
+down_revision = "0015"
 branch_labels = None
 depends_on = None
 
