@@ -10,7 +10,8 @@ path never imports the database layer or the model.
 from __future__ import annotations
 
 import uuid
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from app.cli.options import fail, remote, required_tenant
@@ -32,6 +33,16 @@ OPTION_NAMES = {
 }
 
 
+@dataclass(frozen=True, slots=True)
+class TextDocument:
+    """A text document to ingest (`rag eval`'s corpus): the same external id again updates it."""
+
+    content: str
+    external_id: str
+    collection: str
+    title: str | None = None
+
+
 class Backend(Protocol):
     """The questions a data command asks, the same in process and over HTTP."""
 
@@ -44,6 +55,10 @@ class Backend(Protocol):
     ) -> rag_client.SimilarResult: ...
 
     async def dedupe(self, asked: DedupeInput) -> rag_client.DedupeResult: ...
+
+    async def ingest_texts(self, documents: Sequence[TextDocument]) -> list[str]:
+        """Ingest the documents as one batch; why each that failed did (none: all went)."""
+        ...
 
 
 def run(

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import uuid
-from collections.abc import Awaitable, Callable, Coroutine
+from collections.abc import Awaitable, Callable, Coroutine, Sequence
 from dataclasses import dataclass
 from typing import TypeVar
 
@@ -25,6 +25,7 @@ from app.api.documents_models import DocumentList, DocumentOut
 from app.api.search_models import SearchOut
 from app.api.similar_models import DedupeOut, SimilarOut
 from app.auth import TokenVerifier
+from app.cli.backend import TextDocument
 from app.cli.database import database_settings
 from app.cli.files import SourceFile
 from app.cli.ingest import ingest_files
@@ -37,6 +38,9 @@ from app.db.tenancy import SessionMaker, reading_as, tenant_transaction
 from app.errors import AppError
 from app.ingest import catalog
 from app.ingest import reindex as reindexing
+from app.ingest.documents import ingest_documents
+from app.ingest.inputs import DocumentInput
+from app.ingest.parsing import SourceType
 from app.ingest.store import DEFAULT_COLLECTION
 from app.inputs.search import ContextInput, SearchInput
 from app.inputs.similar import DedupeInput, SimilarInput
@@ -149,6 +153,30 @@ class InProcess:
 
     async def dedupe(self, asked: DedupeInput) -> rag_client.DedupeResult:
         return await dedupe_on(self.resources, self.tenant, asked)
+
+    async def ingest_texts(self, documents: Sequence[TextDocument]) -> list[str]:
+        outcomes = await ingest_documents(
+            self.resources.sessions,
+            self.resources.embedder,
+            chunker=self.resources.chunker,
+            tenant_id=self.tenant,
+            documents=[
+                DocumentInput(
+                    content=d.content,
+                    source_type=SourceType.TEXT,
+                    title=d.title,
+                    external_id=d.external_id,
+                    collection=d.collection,
+                )
+                for d in documents
+            ],
+            parser=self.resources.parser,
+        )
+        return [
+            f"{document.external_id}: {outcome.detail}"
+            for document, outcome in zip(documents, outcomes, strict=True)
+            if isinstance(outcome, AppError)
+        ]
 
 
 def run(tenant: str, work: Callable[[InProcess], Awaitable[T]]) -> T:

@@ -41,6 +41,7 @@ from app.cli.views import Summary
 if TYPE_CHECKING:
     from pydantic import BaseModel
 
+    from app.cli.backend import TextDocument
     from app.inputs.search import ContextInput, SearchInput
     from app.inputs.similar import DedupeInput, SimilarInput
 
@@ -115,6 +116,25 @@ class OverHttp:
 
     async def dedupe(self, asked: DedupeInput) -> rag_client.DedupeResult:
         return await self.rag.dedupe(**_sent(asked))
+
+    async def ingest_texts(self, documents: Sequence[TextDocument]) -> list[str]:
+        reply = await self.rag.ingest_batch(
+            [
+                rag_client.NewDocument(
+                    content=d.content,
+                    title=d.title,
+                    external_id=d.external_id,
+                    collection=d.collection,
+                    source_type=rag_client.SourceType.TEXT,
+                )
+                for d in documents
+            ]
+        )
+        return [
+            f"{documents[item.index].external_id}: {item.error or item.status}"
+            for item in reply.results
+            if item.result is None
+        ]
 
 
 def _sent(asked: BaseModel, *left_out: str) -> dict[str, Any]:
