@@ -14,6 +14,7 @@ from app.api import (
     catalog,
     context,
     documents,
+    formats,
     health,
     identity,
     jobs,
@@ -21,6 +22,7 @@ from app.api import (
     metrics,
     search,
     similar,
+    sync,
 )
 from app.api.console import install_console
 from app.api.docs import install_docs
@@ -82,7 +84,19 @@ def create_app(settings: Settings | None = None, *, embedder: Embedder | None = 
     app.add_middleware(SingleHost)
     app.add_middleware(Observe, tenant_label=settings.metrics_tenant_label)
     app.add_middleware(RequestId)  # outermost: every reply the app sends carries X-Request-ID
-    routers = (health, metrics, identity, catalog, documents, jobs, similar, search, context)
+    routers = (
+        health,
+        metrics,
+        identity,
+        formats,
+        catalog,
+        documents,
+        sync,
+        jobs,
+        similar,
+        search,
+        context,
+    )
     for module in (*routers, admin, mcp):
         app.include_router(module.router)
     install_docs(app)

@@ -1,11 +1,13 @@
 """A threaded HTTP server on a free loopback port, for the fakes of services we cannot run
 here (a rerank API, a webhook receiver): each POST is answered by a function of its path,
-headers (lower-cased) and body."""
+headers (lower-cased) and body. A reply may also stream its body (`chunks`, a pause before
+each, no length: the connection's end ends it), to play a slow or endless server."""
 
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Iterator
+import time
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -16,6 +18,9 @@ class Reply:
     status: int
     body: bytes = b""
     content_type: str | None = None
+    chunks: Iterable[bytes] | None = None  # streamed after `body`, until the client hangs up
+    pause_seconds: float = 0.0  # before each chunk
+    headers: tuple[tuple[str, str], ...] = ()
 
 
 Answer = Callable[[str, dict[str, str], bytes], Reply]
@@ -33,9 +38,24 @@ def loopback_server(answer: Answer) -> Iterator[str]:
             self.send_response(reply.status)
             if reply.content_type is not None:
                 self.send_header("content-type", reply.content_type)
-            self.send_header("content-length", str(len(reply.body)))
+            if reply.chunks is None:
+                self.send_header("content-length", str(len(reply.body)))
+            for name, value in reply.headers:
+                self.send_header(name, value)
             self.end_headers()
             self.wfile.write(reply.body)
+            if reply.chunks is not None:
+                self._stream(reply)
+
+        def _stream(self, reply: Reply) -> None:
+            assert reply.chunks is not None
+            try:
+                for chunk in reply.chunks:
+                    time.sleep(reply.pause_seconds)
+                    self.wfile.write(chunk)
+                    self.wfile.flush()
+            except OSError:  # the client hung up: what a server that streams sees
+                return
 
         def log_message(self, format: str, *args: object) -> None:
             return None

@@ -21,7 +21,7 @@ from xdist.scheduler import LoadScopeScheduling
 GROUPED_FOLDERS = ("tests/citus/",)
 
 
-class ModuleScheduling(LoadScopeScheduling):
+class ModuleScheduling(LoadScopeScheduling):  # type: ignore[misc]
     """xdist's scope scheduling with a module as the unit of work (a grouped folder as one),
     in collection order."""
 

@@ -26,6 +26,7 @@ from app.api.documents_models import (
     IngestOut,
     Title,
     Url,
+    Version,
     access_form,
     to_change,
     to_input,
@@ -33,13 +34,14 @@ from app.api.documents_models import (
 from app.api.openapi import GATED, WITH_BODY, errors
 from app.db.tenancy import tenant_transaction
 from app.errors import AppError, PayloadTooLarge, Unprocessable
-from app.ingest.catalog import delete_document, update_document
+from app.ingest.catalog import update_document
 from app.ingest.documents import ingest_document, ingest_documents
 from app.ingest.inputs import DocumentInput
 from app.ingest.parsing import SourceType, sniff_source_type
 from app.ingest.store import DEFAULT_COLLECTION
 from app.json_input import parse_json
 from app.operations import documents as operations
+from app.operations import sync as sync_operations
 from app.resources import Resources
 from app.storable import MAX_OFFSET
 
@@ -130,6 +132,7 @@ async def upload_document(
     external_id: Annotated[ExternalId | None, Form()] = None,
     collection: Annotated[DocumentCollection, Form()] = DEFAULT_COLLECTION,
     source_url: Annotated[Url | None, Form()] = None,
+    version: Annotated[Version | None, Form()] = None,
     metadata: Annotated[str | None, Form(description="A JSON object.")] = None,
     access: Annotated[
         str | None,
@@ -156,6 +159,7 @@ async def upload_document(
         source_url=source_url,
         metadata=metadata_form(metadata),
         access=access_form(access),
+        version=version,
     )
     out = await _ingest(resources, caller, document)
     response.status_code = status.HTTP_201_CREATED if out.changed else status.HTTP_200_OK
@@ -244,9 +248,23 @@ async def patch(
 
 
 @router.delete(
-    "/{document_id}", status_code=204, summary="Delete a document", responses=errors(404)
+    "/{document_id}",
+    status_code=204,
+    summary="Delete a document",
+    responses={
+        204: {
+            "description": "Deleted; `Receipt-Id` names its receipt",
+            "headers": {"Receipt-Id": {"schema": {"type": "string", "format": "uuid"}}},
+        },
+        **errors(404),
+    },
 )
-async def delete(document_id: uuid.UUID, caller: IngestCaller, resources: ResourcesDep) -> None:
-    """Delete a document and its chunks."""
-    async with tenant_transaction(caller.sessions(resources), caller.tenant_id) as session:
-        await delete_document(session, document_id)
+async def delete(
+    document_id: uuid.UUID, caller: IngestCaller, resources: ResourcesDep, response: Response
+) -> None:
+    """Delete a document, its chunks, vectors and keyword postings; the `Receipt-Id` header
+    names the signed receipt of the deletion (GET /api/rag/receipts/{id})."""
+    receipt = await sync_operations.delete_document(
+        resources.settings, caller.sessions(resources), caller.tenant_id, document_id
+    )
+    response.headers["Receipt-Id"] = str(receipt.id)

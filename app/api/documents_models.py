@@ -73,6 +73,15 @@ Url = Annotated[
     str, StringConstraints(max_length=4096, pattern=r"^[A-Za-z][A-Za-z0-9+.-]*://\S+$"), NoNul
 ]
 Metadata = Annotated[dict[str, JsonValue], AfterValidator(_bounded_metadata)]
+Version = Annotated[
+    str,
+    StringConstraints(min_length=1, max_length=256),
+    NoNul,
+    Field(
+        description="The source's own revision of the document (an etag, a modification "
+        "time, a commit): stored as given and compared by a collection sync."
+    ),
+]
 METADATA = TypeAdapter(Metadata)
 AccessList = Annotated[
     list[str],
@@ -139,6 +148,7 @@ class DocumentIn(StrictBody):
     chunks: Annotated[list[ChunkIn] | None, Field(min_length=1, max_length=10_000)] = None
     embedding_model: Annotated[str | None, StringConstraints(max_length=200), NoNul] = None
     access: AccessList = []
+    version: Version | None = None
 
 
 class DocumentPatch(StrictBody):
@@ -172,6 +182,7 @@ def to_input(body: DocumentIn) -> DocumentInput:
         chunks=chunks,
         embedding_model=body.embedding_model,
         access=tuple(body.access),
+        version=body.version,
     )
 
 
@@ -234,6 +245,7 @@ class DocumentOut(BaseModel):
     title: str
     source_type: str
     source_url: str | None
+    version: str | None = Field(description="The source's revision, as given at ingest.")
     metadata: dict[str, JsonValue]
     access: list[str] = Field(description="Who may see it; empty: every member of the tenant.")
     chunks: int
@@ -254,6 +266,7 @@ class DocumentOut(BaseModel):
             title=doc.title,
             source_type=doc.source_type,
             source_url=doc.source_url,
+            version=doc.version,
             metadata=doc.metadata_,
             access=list(doc.access),
             chunks=doc.chunk_count,

@@ -1,7 +1,9 @@
 """Request examples for the OpenAPI explorer: real bodies that work as they are.
 
-The first example of each body is what Swagger UI's "Try it out" starts from; the markdown
-document below is what the search examples find (collection `handbook`, team `sre`).
+The first example of each body is what Swagger UI's "Try it out" starts from: the first
+search and context examples find the README tutorial's pages (collection `handbook`, markdown,
+about backups) and the markdown document below alike; the metadata example finds that document
+only (team `sre`, year 2026), which the tutorial's files do not carry.
 """
 
 from __future__ import annotations
@@ -23,17 +25,24 @@ MARKDOWN_DOCUMENT: dict[str, Any] = {
 
 SEARCH: dict[str, Example] = {
     "filtered": Example(
-        summary="Hybrid search with filters",
-        description="Collections, metadata conditions and source types narrow the search.",
+        summary="Hybrid search in a collection, markdown only",
+        description="Finds the README tutorial's backups page (or the example document of "
+        "POST /api/rag/documents): collections and source types narrow the search.",
         value={
-            "query": "when do backups run?",
+            "query": "how long are backups kept?",
             "mode": "hybrid",
             "max_results": 5,
             "collections": ["handbook"],
-            "filters": {
-                "metadata": {"team": "sre", "year": {"gte": 2025}},
-                "source_types": ["markdown"],
-            },
+            "filters": {"source_types": ["markdown"]},
+        },
+    ),
+    "metadata": Example(
+        summary="Metadata conditions: a value and a range",
+        description="Finds the example document of POST /api/rag/documents (team sre, year "
+        "2026); files ingested by `rag ingest` carry their `filename` instead.",
+        value={
+            "query": "when do backups run?",
+            "filters": {"metadata": {"team": "sre", "year": {"gte": 2025}}},
         },
     ),
     "simple": Example(summary="Plain vector search", value={"query": "on-call response time"}),
@@ -114,6 +123,29 @@ BATCH: dict[str, Example] = {
             ]
         },
     )
+}
+
+SYNC: dict[str, Example] = {
+    "mirror": Example(
+        summary="The collection's whole content: changed pages in full, the rest by version",
+        value={
+            "documents": [
+                {
+                    "external_id": "backups.md",
+                    "version": "2026-11-29T09:00:00Z",
+                    "title": "Backups",
+                    "source_type": "markdown",
+                    "content": "# Backups\n\nBackups are kept for 30 days.",
+                },
+                {"external_id": "vpn.md", "version": "2026-10-02T14:30:00Z"},
+            ],
+            "max_deletions": 0.1,
+        },
+    ),
+    "dry": Example(
+        summary="What would change, changing nothing",
+        value={"documents": [{"external_id": "vpn.md", "version": "v7"}], "dry_run": True},
+    ),
 }
 
 TENANT_CREATE: dict[str, Example] = {

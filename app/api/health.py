@@ -69,13 +69,13 @@ async def healthz() -> Health:
 )
 async def readyz(resources: ResourcesDep, response: Response) -> Readiness:
     """The database, Redis (when configured) and the embedder answer; and how the read
-    replicas are doing (a replica down or behind is skipped, it never makes this fail)."""
+    replicas are doing (a replica down or behind is skipped, it never makes this fail). Only
+    what the instance cannot serve without is checked: an optional stage (the reranker)
+    failing is a metric and a log line, never a 503."""
     checks = {"database": await _timed(lambda: _ping_database(resources), attempts=2)}
     if resources.redis is not None:
         checks["redis"] = await _timed(lambda: _ping_redis(resources), attempts=2)
     checks["embedder"] = await _timed(resources.embedder.check)
-    if resources.reranker is not None:  # fails while the reranker refuses the service's calls
-        checks["reranker"] = await _timed(resources.reranker.check)
     ready = all(check.ok for check in checks.values())
     if not ready:
         response.status_code = 503

@@ -18,6 +18,7 @@ from app.api.documents_models import (
     ExternalId,
     Title,
     Url,
+    Version,
     access_form,
 )
 from app.api.jobs_models import JobAccepted, JobDocumentsIn, JobList, JobOut, JobStatus
@@ -36,7 +37,7 @@ router = APIRouter(prefix="/api/rag/jobs", tags=["jobs"], responses=GATED)
 PATH = "/api/rag/jobs"
 _FORM_FIELDS = {
     *("files", "file", "title", "external_id", "collection", "source_url", "metadata", "access"),
-    "callback_url",
+    *("version", "callback_url"),
 }
 _SUBMIT_BODY = {
     "requestBody": {
@@ -58,6 +59,7 @@ _SUBMIT_BODY = {
                         "metadata": {"type": "string", "description": "A JSON object."},
                         "title": {"type": "string", "description": "With one file only."},
                         "external_id": {"type": "string", "description": "With one file only."},
+                        "version": {"type": "string", "description": "With one file only."},
                         "callback_url": {
                             "type": "string",
                             "description": "Called (a signed POST) when the job ends.",
@@ -192,6 +194,7 @@ async def _json_inputs(request: Request) -> tuple[list[JobInput], str | None]:
             "source_url": doc.source_url,
             "metadata": dict(doc.metadata),
             "access": list(doc.access),
+            "version": doc.version,
         }
         inputs.append(
             JobInput(doc.content.encode(), True, doc.source_type.value, doc.title, fields)
@@ -218,9 +221,9 @@ async def _form_inputs(form: FormData, settings: Settings) -> list[JobInput]:
     files = [f for f in form.getlist("files") + form.getlist("file") if isinstance(f, UploadFile)]
     if not files:
         raise Unprocessable("no files: send them in the multipart field `files`")
-    single = {name: _text_field(form, name) for name in ("title", "external_id")}
+    single = {name: _text_field(form, name) for name in ("title", "external_id", "version")}
     if len(files) > 1 and any(single.values()):
-        raise Unprocessable("title and external_id apply to a job of one file only")
+        raise Unprocessable("title, external_id and version apply to a job of one file only")
     fields = {
         "title": _valid(Title, single["title"], "title") or None,
         "external_id": _valid(ExternalId, single["external_id"], "external_id"),
@@ -229,6 +232,7 @@ async def _form_inputs(form: FormData, settings: Settings) -> list[JobInput]:
         "source_url": _valid(Url, _text_field(form, "source_url"), "source_url"),
         "metadata": METADATA.dump_python(metadata_form(_text_field(form, "metadata"))),
         "access": list(access_form(_text_field(form, "access"))),
+        "version": _valid(Version, single["version"], "version"),
     }
     inputs = []
     for upload in files:

@@ -14,7 +14,7 @@ from typing import Annotated
 import typer
 
 from app import __version__
-from app.cli import bm25, data, documents, evaluate, indexes, mcp, tenants, worker
+from app.cli import bm25, data, documents, evaluate, indexes, mcp, sync, tenants, worker
 from app.cli.options import Remote, TokenOption, UrlOption, remote
 
 # Plain (click) help: typer's rich help rendering alone takes ~0.2 s to import.
@@ -31,6 +31,7 @@ tenant_app.command("suspend")(tenants.tenant_suspend)
 tenant_app.command("activate")(tenants.tenant_activate)
 tenant_app.command("delete")(tenants.tenant_delete)
 app.command()(data.ingest)
+app.command()(sync.sync)
 app.command()(data.search)
 app.command()(data.context)
 app.command()(documents.similar)
@@ -82,11 +83,12 @@ def serve(
     from app.cli import logs
     from app.cli.database import database_settings, refuse_unready_cluster
     from app.cli.server import default_workers, run_server, stop_on_sigterm
-    from app.cli.settings import load_settings
+    from app.cli.settings import load_settings, require_embedder
     from app.settings import with_dev_jwt_secret
 
     stop_on_sigterm()
     base = load_settings(dev_secret=False)
+    require_embedder(base, command="rag serve")
     log_config = logs.configure(verbose=verbose, log_format=base.log_format)
     refuse_unready_cluster(base)
     with database_settings(with_dev_jwt_secret(base)) as settings:
@@ -127,17 +129,22 @@ def migrate() -> None:
 
 @tenant_app.command("create")
 def tenant_create(
+    ctx: typer.Context,
     tenant_id: Annotated[str, typer.Argument(metavar="ID", help="Tenant id, e.g. acme.")],
     tier: Annotated[str, typer.Option(help="Rate-limit tier.")] = "basic",
     name: Annotated[str | None, typer.Option(help="Display name (default: the id).")] = None,
     url: UrlOption = None,
     token: TokenOption = None,
 ) -> None:
-    """Create a tenant; creating one that exists changes nothing. With --url, through the
-    admin API (a token with rag:admin)."""
+    """Create a tenant; creating one that exists changes nothing. In the local database
+    (RAG_DATABASE_URL, else the embedded one); with --url or RAG_URL, through that service's
+    admin API (a token with rag:admin). It says which."""
     if target := remote(url, token, None):
-        _create_remote_tenant(target, tenant_id, name=name, tier=tier)
+        source = ctx.get_parameter_source("url")  # typer's own click: its enum, by name
+        exported = source is not None and source.name == "ENVIRONMENT"
+        _create_remote_tenant(target, tenant_id, name=name, tier=tier, exported=exported)
         return
+    from app.cli.database import database_place
     from app.cli.settings import load_settings
     from app.cli.tenants import create_local
     from app.tenants import TENANT_ID_PATTERN
@@ -153,15 +160,45 @@ def tenant_create(
         )
         raise typer.Exit(2)
     created = create_local(settings, tenant_id, name=name, tier=tier)
-    typer.echo(f"tenant {tenant_id} {'created' if created else 'already exists'}", err=True)
+    typer.echo(
+        f"tenant {tenant_id} {'created' if created else 'already exists'} in "
+        f"{database_place(settings)} (with --url or RAG_URL: through a running service)",
+        err=True,
+    )
 
 
-def _create_remote_tenant(target: Remote, tenant_id: str, *, name: str | None, tier: str) -> None:
+def _create_remote_tenant(
+    target: Remote, tenant_id: str, *, name: str | None, tier: str, exported: bool
+) -> None:
+    """Through the service's admin API, saying so first, and how to create it locally."""
+    from rag_client import Forbidden
+
+    from app.cli.options import fail
     from app.cli.remote import connect
 
+    local = (
+        "unset RAG_URL to create it in the local database"
+        if exported
+        else "without --url: the local database"
+    )
+    source = "RAG_URL" if exported else "--url"
+    typer.echo(
+        f"creating tenant {tenant_id} through the service at {target.url} ({source}; {local})",
+        err=True,
+    )
     with connect(target) as rag:
-        made = rag.create_tenant(tenant_id, name=name, tier=tier)
-    typer.echo(f"tenant {made.id} ready (tier {made.tier}, {made.status})", err=True)
+        try:
+            made = rag.create_tenant(tenant_id, name=name, tier=tier)
+        except Forbidden as error:
+            fail(
+                f"{error.detail}: creating a tenant through the service takes a token with "
+                "rag:admin (`rag token --tenant ID --scopes rag:admin` where the service runs); "
+                f"or {local}"
+            )
+    typer.echo(
+        f"tenant {made.id} ready (tier {made.tier}, {made.status}) in the service at {target.url}",
+        err=True,
+    )
 
 
 @app.command()

@@ -53,6 +53,16 @@ def database_settings(settings: Settings) -> Iterator[Settings]:
             _log.info("database: embedded PostgreSQL stopped")
 
 
+def database_place(settings: Settings) -> str:
+    """Which database a local command acts on, without a password: "the database at
+    postgresql://… (RAG_DATABASE_URL)" or "the embedded database in <data dir>/pgdata"."""
+    if settings.database_url is None:
+        return f"the embedded database in {settings.data_dir / 'pgdata'}"
+    where = make_url(settings.database_url.get_secret_value()).set(password=None)
+    plain = where.set(drivername="postgresql").render_as_string(hide_password=True)
+    return f"the database at {plain} (RAG_DATABASE_URL)"
+
+
 async def _describe(url: SecretStr) -> str:
     """Where RAG_DATABASE_URL points (no password) and what it runs."""
     where = make_url(url.get_secret_value()).set(password=None)

@@ -86,18 +86,18 @@ def delete(
     url: UrlOption = None,
     token: TokenOption = None,
 ) -> None:
-    """Delete a document and its chunks."""
+    """Delete a document and its chunks; prints its receipt's id."""
     if target := remote(url, token, tenant):
         from app.cli.remote import connect
 
         with connect(target) as rag:
-            rag.delete_document(document_id)
+            receipt = rag.delete_document(document_id)
     else:
         who = required_tenant(tenant)  # before the import: a missing --tenant fails at once
         from app.cli import local
 
-        local.delete_document(document_id, tenant=who)
-    typer.echo(f"deleted {document_id}", err=True)
+        receipt = local.delete_document(document_id, tenant=who)
+    typer.echo(f"deleted {document_id} (receipt {receipt})", err=True)
 
 
 def similar(

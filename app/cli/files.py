@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -10,6 +11,11 @@ SKIPPED_NAMES = {".git", ".venv", "node_modules", "__pycache__"}
 # Word, PowerPoint and Excel leave a small lock file named "~$" + the document's name beside an
 # open document: it is no document (LibreOffice's ".~lock.…#" is hidden already).
 OFFICE_LOCK_PREFIX = "~$"
+
+
+def content_version(data: bytes) -> str:
+    """A file's version as `rag ingest` and `rag sync` store it: the hash of its bytes."""
+    return "sha256:" + hashlib.sha256(data).hexdigest()
 
 
 @dataclass(frozen=True, slots=True)

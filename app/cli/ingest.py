@@ -10,7 +10,7 @@ import anyio
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
-from app.cli.files import SourceFile
+from app.cli.files import SourceFile, content_version
 from app.cli.services import Services
 from app.cli.views import Summary
 from app.errors import AppError, PayloadTooLarge, Unprocessable
@@ -92,6 +92,7 @@ async def _read(
         collection=collection,
         metadata={"filename": file.path.name},
         access=access,
+        version=content_version(data),
     )
 
 

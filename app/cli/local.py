@@ -24,6 +24,7 @@ from app.api.context import ContextOut
 from app.api.documents_models import DocumentList, DocumentOut
 from app.api.search_models import SearchOut
 from app.api.similar_models import DedupeOut, SimilarOut
+from app.api.sync import SyncOut
 from app.auth import TokenVerifier
 from app.cli.backend import TextDocument
 from app.cli.database import database_settings
@@ -34,19 +35,21 @@ from app.cli.services import Services, open_services
 from app.cli.settings import load_settings
 from app.cli.views import Summary
 from app.db.engine import create_engine, create_sessionmaker
-from app.db.tenancy import SessionMaker, reading_as, tenant_transaction
+from app.db.tenancy import SessionMaker, reading_as
 from app.errors import AppError
-from app.ingest import catalog
 from app.ingest import reindex as reindexing
 from app.ingest.documents import ingest_documents
+from app.ingest.entries import Reference
 from app.ingest.inputs import DocumentInput
 from app.ingest.parsing import SourceType
 from app.ingest.store import DEFAULT_COLLECTION
 from app.inputs.search import ContextInput, SearchInput
 from app.inputs.similar import DedupeInput, SimilarInput
+from app.inputs.sync import SyncInput
 from app.operations import documents as documents_operations
 from app.operations import search as search_operations
 from app.operations import similar as similar_operations
+from app.operations import sync as sync_operations
 from app.permissions import EVERY_DOCUMENT
 from app.resources import Resources, open_resources
 from app.settings import Settings
@@ -232,12 +235,42 @@ async def document_on(
     return _as(rag_client.Document, DocumentOut.of(found))
 
 
-def delete_document(document_id: uuid.UUID, *, tenant: str) -> None:
-    async def work(sessions: SessionMaker) -> None:
-        async with tenant_transaction(sessions, tenant) as session:
-            await catalog.delete_document(session, document_id)
+def delete_document(document_id: uuid.UUID, *, tenant: str) -> uuid.UUID:
+    """Delete it; its receipt's id."""
 
-    _run_catalog(tenant, work)
+    async def opened(settings: Settings) -> uuid.UUID:
+        async def work(sessions: SessionMaker) -> uuid.UUID:
+            done = await sync_operations.delete_document(settings, sessions, tenant, document_id)
+            return done.id
+
+        return await _on_catalog(settings, tenant, work)
+
+    return _in_process(opened)
+
+
+def sync(
+    tenant: str,
+    collection: str,
+    references: list[Reference],
+    *,
+    dry_run: bool,
+    allow_empty: bool,
+    max_deletions: int | float | None,
+) -> rag_client.SyncResult:
+    """A sync by references (`rag sync`: the files themselves go through `ingest`)."""
+    asked = SyncInput(
+        collection,
+        references,
+        dry_run=dry_run,
+        allow_empty=allow_empty,
+        max_deletions=max_deletions,
+    )
+
+    async def work(resources: Resources) -> rag_client.SyncResult:
+        done = await sync_operations.sync(resources, resources.sessions, tenant, asked)
+        return _as(rag_client.SyncResult, SyncOut.of(collection, done))
+
+    return _serve(tenant, work)
 
 
 async def similar_on(

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import rag_client
 from rag_client import (
     AsyncRagClient,
+    DocumentReference,
     Forbidden,
     Job,
     PayloadTooLarge,
@@ -21,6 +22,7 @@ from rag_client import (
     RagClient,
     RagError,
     Retry,
+    SyncResult,
     Unauthorized,
 )
 from rich.console import Console
@@ -33,10 +35,11 @@ from rich.progress import (
     TransferSpeedColumn,
 )
 
-from app.cli.files import SourceFile
+from app.cli.files import SourceFile, content_version
 from app.cli.options import Remote, fail
 from app.cli.sending import Outgoing, outgoing, requests
 from app.cli.views import Summary
+from app.ingest.entries import Reference
 
 if TYPE_CHECKING:
     from pydantic import BaseModel
@@ -247,6 +250,7 @@ def _send(
             collection=collection,
             metadata={"filename": file.path.name},
             access=list(access),
+            version=content_version(file.path.read_bytes()),
         )
     except (Unauthorized, Forbidden):
         raise
@@ -351,3 +355,26 @@ def _tally(job: Job, summary: Summary) -> None:
 
 def _count(value: object) -> int:
     return value if isinstance(value, int) else 0
+
+
+def sync(
+    target: Remote,
+    collection: str,
+    references: Sequence[Reference],
+    *,
+    dry_run: bool,
+    allow_empty: bool,
+    max_deletions: int | float | None,
+) -> SyncResult:
+    """A sync by references through the service (`rag sync --url`)."""
+    documents = [
+        DocumentReference(external_id=r.external_id, version=r.version) for r in references
+    ]
+    with connect(target) as rag:
+        return rag.sync(
+            collection,
+            documents,
+            dry_run=dry_run,
+            allow_empty=allow_empty,
+            max_deletions=max_deletions,
+        )

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from rag_client import NewDocument
 from rag_client import SourceType as DocumentType
 
-from app.cli.files import SourceFile
+from app.cli.files import SourceFile, content_version
 from app.errors import AppError
 from app.ingest.parsing import SourceType, sniff_source_type
 from app.ingest.parsing.html import decode_html
@@ -53,6 +53,7 @@ def outgoing(file: SourceFile, *, collection: str | None, access: Sequence[str])
         source_type=DocumentType(source_type.value),
         metadata={"filename": file.path.name},
         access=list(access),
+        version=content_version(data),
     )
     size = len(json.dumps(document.model_dump(mode="json", exclude_none=True)))
     if size > BATCH_BYTES:

@@ -19,3 +19,13 @@ def load_settings(*, dev_secret: bool = True) -> Settings:
             variable = f"RAG_{field.upper()}" if field else "settings"
             typer.echo(f"configuration error: {variable}: {error['msg']}", err=True)
         raise typer.Exit(2) from None
+
+
+def require_embedder(settings: Settings, *, command: str) -> None:
+    """Stop with one line when the configured embedder cannot load here (the `local` extra
+    not installed, say), before anything starts."""
+    from app.embeddings.factory import missing_requirement
+
+    if problem := missing_requirement(settings):
+        typer.echo(f"{command}: {problem}", err=True)
+        raise typer.Exit(1)

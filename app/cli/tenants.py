@@ -9,6 +9,7 @@ in the transaction that makes it. The database layer is imported inside the comm
 from __future__ import annotations
 
 import asyncio
+import os
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Annotated, TypeVar
 
@@ -30,16 +31,33 @@ def _actor() -> Actor:
     return Actor.operator()
 
 
+def local_settings(command: str, settings: Settings | None = None) -> Settings:
+    """The settings of a command that acts on the local database; with RAG_URL set (as after
+    the tutorial's exports), it first says that it does not go to that service."""
+    from app.cli.database import database_place
+    from app.cli.settings import load_settings
+
+    loaded = settings or load_settings()
+    if url := os.environ.get("RAG_URL"):
+        typer.echo(
+            f"note: `rag tenant {command}` acts on {database_place(loaded)}, not the service "
+            f"at RAG_URL={url}; for the service, use its admin API (/api/admin/tenants) with a "
+            "rag:admin token",
+            err=True,
+        )
+    return loaded
+
+
 def _run(
     action: Callable[[AsyncSession], Awaitable[T]],
     *,
+    command: str,
     changes: bool = True,
     settings: Settings | None = None,
 ) -> T:
     """`action` in one transaction on the local database: a ledger transaction when it
     `changes` something (its audit entry is written with it), else a registry one."""
     from app.cli.database import database_settings
-    from app.cli.settings import load_settings
     from app.db.engine import create_engine, create_sessionmaker
     from app.db.tenancy import ledger_transaction, registry_transaction
     from app.errors import AppError
@@ -55,7 +73,7 @@ def _run(
         finally:
             await engine.dispose()
 
-    with database_settings(settings or load_settings()) as ready:
+    with database_settings(settings or local_settings(command)) as ready:
         try:
             return asyncio.run(run())
         except AppError as error:
@@ -83,7 +101,7 @@ def tenant_list(
         ]
         return ["id\tstatus\ttier\tdocuments\tchunks", *lines, f"({total} in all)"]
 
-    for line in _run(rows, changes=False):
+    for line in _run(rows, command="list", changes=False):
         typer.echo(line)
 
 
@@ -97,27 +115,29 @@ def create_local(settings: Settings, tenant_id: str, *, name: str | None, tier: 
         )
         return created
 
-    return _run(create, settings=settings)
+    return _run(create, command="create", settings=settings)
 
 
-def _set_status(tenant_id: str, status: str) -> None:
+def _set_status(tenant_id: str, status: str, *, verb: str) -> None:
     from app.admin import tenants as admin_tenants
+    from app.cli.database import database_place
 
     async def change(session: AsyncSession) -> None:
         await admin_tenants.update(session, _actor(), tenant_id, status=status)
 
-    _run(change)
-    typer.echo(f"tenant {tenant_id} {status}", err=True)
+    settings = local_settings(verb)
+    _run(change, command=verb, settings=settings)
+    typer.echo(f"tenant {tenant_id} {status} in {database_place(settings)}", err=True)
 
 
 def tenant_suspend(tenant_id: TenantArg) -> None:
     """Suspend a tenant: its tokens get 403 (within RAG_TENANT_CACHE_SECONDS); data stays."""
-    _set_status(tenant_id, "suspended")
+    _set_status(tenant_id, "suspended", verb="suspend")
 
 
 def tenant_activate(tenant_id: TenantArg) -> None:
     """Activate a suspended tenant."""
-    _set_status(tenant_id, "active")
+    _set_status(tenant_id, "active", verb="activate")
 
 
 def tenant_delete(
@@ -135,5 +155,8 @@ def tenant_delete(
     async def remove(session: AsyncSession) -> None:
         await admin_tenants.delete_tenant(session, _actor(), tenant_id, confirm=confirm or "")
 
-    _run(remove)
-    typer.echo(f"tenant {tenant_id} deleted", err=True)
+    from app.cli.database import database_place
+
+    settings = local_settings("delete")
+    _run(remove, command="delete", settings=settings)
+    typer.echo(f"tenant {tenant_id} deleted from {database_place(settings)}", err=True)

@@ -24,12 +24,14 @@ def worker(
 ) -> None:
     """Run ingestion-job workers; start several, on any machine that reaches the database."""
     from app.cli.database import database_settings
-    from app.cli.settings import load_settings
+    from app.cli.settings import load_settings, require_embedder
 
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
     if nice:
         os.nice(min(max(nice, 0), 19))
-    with database_settings(load_settings()) as settings:
+    loaded = load_settings()
+    require_embedder(loaded, command="rag worker")
+    with database_settings(loaded) as settings:
         typer.echo("job worker started", err=True)
         asyncio.run(_work(settings, concurrency or max(settings.job_workers, 1)))
 

@@ -131,6 +131,7 @@ class Document(TenantOwned, Base):
             ["collections.tenant_id", "collections.id"],
             ondelete="CASCADE",
         ),
+        CheckConstraint("char_length(version) <= 256", name="version_length"),
         CheckConstraint(  # migration 0011: the Office, EPUB and ODT types
             "source_type in ('text', 'markdown', 'html', 'pdf', 'docx', 'pptx', 'xlsx', 'epub',"
             " 'odt')",
@@ -172,6 +173,9 @@ class Document(TenantOwned, Base):
         "metadata", JSONB, nullable=False, server_default="{}"
     )
     content_hash: Mapped[str] = mapped_column(String(64), nullable=False)
+    # The source's own revision of it (an etag, a modification time, a commit), as given: what
+    # a collection sync compares a reference with (migration 0015, app/ingest/sync.py).
+    version: Mapped[str | None] = mapped_column(Text)
     # Who may see it (app/permissions.py); empty: every member of the tenant.
     access: Mapped[list[str]] = mapped_column(ARRAY(Text), nullable=False, server_default="{}")
     chunk_count: Mapped[int] = mapped_column(Integer, nullable=False, server_default="0")
@@ -328,3 +332,22 @@ class TenantUsage(Base):
     searches: Mapped[int] = mapped_column(BigInteger, nullable=False, server_default="0")
     ingests: Mapped[int] = mapped_column(BigInteger, nullable=False, server_default="0")
     rate_limited: Mapped[int] = mapped_column(BigInteger, nullable=False, server_default="0")
+
+
+class Receipt(TenantOwned, Base):
+    """What a sync, a document deletion or a tenant deletion changed, as signed (migration
+    0015, app/receipts.py). No key to the tenant registry: a tenant's deletion keeps it."""
+
+    __tablename__ = "receipts"
+    __table_args__ = (
+        CheckConstraint("kind in ('sync', 'delete', 'tenant_delete')", name="kind"),
+        Index(None, "tenant_id", "created_at"),
+    )
+
+    tenant_id: Mapped[str] = mapped_column(String(64), primary_key=True)
+    id: Mapped[uuid.UUID] = mapped_column(UUID, primary_key=True)
+    kind: Mapped[str] = mapped_column(String(16), nullable=False)
+    collection: Mapped[str | None] = mapped_column(Text)
+    created_at: Mapped[datetime] = _created_at()
+    body: Mapped[dict[str, Any]] = mapped_column(JSONB, nullable=False)
+    signature: Mapped[str | None] = mapped_column(Text)

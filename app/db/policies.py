@@ -43,6 +43,7 @@ POLICIES: dict[str, str] = {
     "bm25_postings": TENANT,
     "ingest_jobs": TENANT,
     "ingest_job_inputs": TENANT,
+    "receipts": TENANT,
     "audit_log": OWN_OR_LEDGERS,
     "tenant_usage": OWN_OR_LEDGERS,
 }

@@ -38,6 +38,7 @@ DISTRIBUTED = (
     "bm25_postings",
     "ingest_jobs",
     "ingest_job_inputs",
+    "receipts",
 )
 # Registry-side rows (some of no tenant at all: audit entries of cluster-wide actions) and the
 # job queue's own tables, which hold job ids only.

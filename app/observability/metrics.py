@@ -53,9 +53,16 @@ SEARCH_STAGE = Histogram(
 # embeddings (app/embeddings/cache.py: every provider is behind the query cache)
 RERANKS = Counter(
     "rag_rerank",
-    "Second-stage reranking, by outcome: reranked, skipped (the reranker failed or timed "
-    "out: the first stage's order was used) or refused (a 4xx, most often its key).",
+    "Second-stage reranking, by outcome: reranked, skipped (the reranker failed, timed out, "
+    "was rate limited or answered what could not be used: the first stage's order was used) "
+    "or refused (a 4xx other than 429, most often its key).",
     ["outcome"],
+)
+RERANK_REFUSING = Gauge(
+    "rag_rerank_refusing",
+    "1 while the reranker's last answer was a refusal (a 4xx other than 429: its key or model), "
+    "until a call succeeds; searches go on in the first stage's order meanwhile.",
+    multiprocess_mode="livemax",
 )
 QUERY_CACHE = Counter(
     "rag_query_embedding_cache",

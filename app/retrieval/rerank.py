@@ -8,22 +8,32 @@ text-embeddings-inference, and vLLM, Infinity or Xinference, which speak them to
 - `jina`: POST {url}/v1/rerank, the same shape;
 - `tei`: POST {url}/rerank `{query, texts}` -> `[{index, score}]`.
 
-A reranker that fails (timeout, connection refused, 5xx, a reply of another shape) or refuses
-(4xx: most often its key) never fails the search: the search answers in the first stage's
-order with a note saying why reranking was skipped; a refusal is also logged as an error and
-shown by /readyz until a call succeeds again. `rag_rerank_total{outcome}` counts each.
+One deadline, RAG_RERANK_TIMEOUT_SECONDS, bounds the whole call (connection, request and every
+byte of the reply): a server trickling its reply cannot hold a search past it. The reply is
+read as it comes and dropped past a bound (app/retrieval/rerank_reply.py): a failed rerank.
+
+A reranker that fails (timeout, connection refused, 5xx, a reply of another shape or that
+cannot be decoded at all) or refuses (4xx: most often its key) never fails the search: the
+search answers in the first stage's order with a note saying why reranking was skipped. A
+429 is a skip like a failure (a warning); another 4xx is a refusal, logged as an error, and
+`rag_rerank_refusing` is 1 until a call succeeds again. The reranker is optional: nothing it
+does makes /readyz fail. `rag_rerank_total{outcome}` counts each call.
 """
 
 from __future__ import annotations
 
+import asyncio
+import json
 import logging
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import httpx
 
-from app.observability.metrics import RERANKS
+from app.observability.metrics import RERANK_REFUSING, RERANKS
+from app.retrieval.rerank_reply import ReplyEncoded, ReplyTooLarge, post_for_reply, reply_bound
 from app.settings import RerankProvider, Settings
 
 _log = logging.getLogger(__name__)
@@ -66,7 +76,7 @@ class Reranker:
         model: str | None,
         timeout_seconds: float,
     ) -> None:
-        self.provider, self.model = provider, model
+        self.provider, self.model, self.timeout_seconds = provider, model, timeout_seconds
         self.endpoint = url.rstrip("/") + PATHS[provider]
         headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
         self._client = httpx.AsyncClient(headers=headers, timeout=timeout_seconds)
@@ -97,34 +107,37 @@ class Reranker:
         when the reranker fails or refuses."""
         if not documents:
             return []
+        bound = reply_bound(documents)
         try:
-            reply = await self._client.post(self.endpoint, json=self._body(query, documents))
-        except httpx.TimeoutException:
+            async with asyncio.timeout(self.timeout_seconds):  # the whole call, body included
+                status, content = await post_for_reply(
+                    self._client, self.endpoint, body=self._body(query, documents), bound=bound
+                )
+        except (TimeoutError, httpx.TimeoutException):
             raise self._skipped("the reranker did not answer in time") from None
+        except ReplyTooLarge:
+            raise self._skipped(
+                f"the reranker's reply was too large (over {bound} bytes)"
+            ) from None
+        except ReplyEncoded as encoding:
+            note = f"the reranker's reply was not understood (compressed: {encoding})"
+            raise self._skipped(note) from None
         except httpx.HTTPError as error:
             note = f"the reranker could not be reached ({type(error).__name__})"
             raise self._skipped(note) from None
-        if 400 <= reply.status_code < 500:
-            reason = f"the reranker refused the request ({reply.status_code})"
-            self.refusal = f"{reason}: {reply.text[:200]}"
-            _log.error("rerank refused: %s (check RAG_RERANK_API_KEY and RAG_RERANK_MODEL)",
-                       self.refusal)  # fmt: skip
-            RERANKS.labels(outcome="refused").inc()
-            raise RerankSkipped(reason, refused=True)
-        if reply.status_code >= 300:
-            raise self._skipped(f"the reranker failed ({reply.status_code})")
+        if status == 429:
+            raise self._skipped("the reranker is rate limiting (429)")
+        if 400 <= status < 500:
+            raise self._refused(status, content)
+        if status >= 300:
+            raise self._skipped(f"the reranker failed ({status})")
         try:
-            ranked = self._parse(reply.json(), len(documents))
-        except (ValueError, KeyError, TypeError):
+            ranked = self._parse(json.loads(content), len(documents))
+        except Exception:  # whatever the reply: RecursionError (deep nesting), OverflowError...
             raise self._skipped("the reranker's reply was not understood") from None
-        self.refusal = None
+        self._set_refusal(None)
         RERANKS.labels(outcome="reranked").inc()
         return ranked
-
-    async def check(self) -> None:
-        """For /readyz: fails while the reranker's last answer was a refusal."""
-        if self.refusal is not None:
-            raise RuntimeError(self.refusal)
 
     async def aclose(self) -> None:
         await self._client.aclose()
@@ -145,11 +158,25 @@ class Reranker:
         ranked = [Ranked(int(row["index"]), float(row[key])) for row in rows]
         if any(not 0 <= r.index < count for r in ranked):
             raise ValueError("an index out of range")
+        if not all(math.isfinite(r.score) for r in ranked):
+            raise ValueError("a score that is not a number")
         ranked.sort(key=lambda r: -r.score)
         first: dict[int, Ranked] = {}
         for r in ranked:
             first.setdefault(r.index, r)
         return list(first.values())
+
+    def _refused(self, status: int, content: bytes) -> RerankSkipped:
+        reason = f"the reranker refused the request ({status})"
+        self._set_refusal(f"{reason}: {content[:200].decode(errors='replace')}")
+        _log.error("rerank refused: %s (check RAG_RERANK_API_KEY and RAG_RERANK_MODEL)",
+                   self.refusal)  # fmt: skip
+        RERANKS.labels(outcome="refused").inc()
+        return RerankSkipped(reason, refused=True)
+
+    def _set_refusal(self, refusal: str | None) -> None:
+        self.refusal = refusal
+        RERANK_REFUSING.set(0 if refusal is None else 1)
 
     def _skipped(self, note: str) -> RerankSkipped:
         _log.warning("rerank skipped: %s", note)

@@ -1,18 +1,24 @@
 """Where a webhook may go. https only, and never to a private, loopback, link-local or other
 non-public address, unless its host is listed (RAG_WEBHOOK_ALLOWED_HOSTS): a listed host may
-use http and any address. The name is resolved and its addresses checked at submission and
-again before each delivery, which then connects to the address checked (a name that resolves
-elsewhere later cannot send it inside)."""
+use http and any address. An IPv6 address that carries an IPv4 one (mapped, compatible,
+NAT64, 6to4, Teredo) is judged by the IPv4 address inside. The name is resolved and its
+addresses checked at submission and again before each delivery, which then connects to the
+address checked (a name that resolves elsewhere later cannot send it inside). A URL holding a
+control character (NUL, CR, LF, DEL...) or a space anywhere can never be sent as it is: it is
+refused, never cleaned up."""
 
 from __future__ import annotations
 
 import ipaddress
 import socket
+import unicodedata
 from collections.abc import Collection
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
 import anyio
+
+from app.webhooks.embedded import embedded_ipv4
 
 MAX_URL_CHARS = 2048
 _Address = ipaddress.IPv4Address | ipaddress.IPv6Address
@@ -35,6 +41,11 @@ def check_target(url: str, *, allowed_hosts: Collection[str]) -> Target:
     its host is listed. Its addresses are checked by `resolve`."""
     if len(url) > MAX_URL_CHARS:
         raise TargetRefused(f"longer than {MAX_URL_CHARS} characters")
+    if (position := _unsendable(url)) is not None:
+        raise TargetRefused(
+            f"holds a control character or space (U+{ord(url[position]):04X} at position "
+            f"{position}): percent-encode it"
+        )
     try:
         parts = urlsplit(url)
         port = parts.port
@@ -73,9 +84,23 @@ async def resolve(target: Target) -> list[str]:
     return list(dict.fromkeys(str(address) for address in addresses))
 
 
+_UNSENDABLE = frozenset({"Cc", "Cs", "Zs", "Zl", "Zp"})  # controls, lone surrogates, spaces
+
+
+def _unsendable(url: str) -> int | None:
+    """Where the URL holds a character no request line may carry (urlsplit would drop a CR,
+    LF or tab silently and keep a NUL), if anywhere."""
+    for position, char in enumerate(url):
+        if char.isspace() or unicodedata.category(char) in _UNSENDABLE:
+            return position
+    return None
+
+
 def _public(address: _Address) -> bool:
-    if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
-        address = address.ipv4_mapped
+    """A global unicast address; an IPv6 address carrying IPv4 ones (app/webhooks/embedded.py)
+    is judged by the IPv4 ones alone, every one of them public."""
+    if isinstance(address, ipaddress.IPv6Address) and (inside := embedded_ipv4(address)):
+        return all(_public(ipv4) for ipv4 in inside)
     return address.is_global and not address.is_multicast
 
 

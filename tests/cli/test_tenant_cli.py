@@ -11,6 +11,7 @@ import sys
 import uuid
 
 import pytest
+from sqlalchemy import make_url
 from sqlalchemy.ext.asyncio import AsyncEngine, async_sessionmaker
 
 from app.admin.audit import entries
@@ -38,6 +39,12 @@ async def test_tenant_commands_change_tenants_and_are_audited(
     tenant_id = f"t-cli-{uuid.uuid4().hex[:8]}"
     created = await rag(settings, "tenant", "create", tenant_id, "--tier", "pro")
     assert created.returncode == 0, created.stderr
+    assert f"tenant {tenant_id} created in the database at postgresql://" in created.stderr
+    assert "(RAG_DATABASE_URL)" in created.stderr
+    assert "with --url or RAG_URL: through a running service" in created.stderr
+    assert settings.database_url is not None
+    password = make_url(settings.database_url.get_secret_value()).password
+    assert not password or str(password) not in created.stderr
     again = await rag(settings, "tenant", "create", tenant_id, "--tier", "pro")
     assert "already exists" in again.stderr  # and no second entry (below)
 

@@ -9,6 +9,7 @@ import os
 import time
 import uuid
 from pathlib import Path
+from typing import Any
 
 import pytest
 from rag_client import NotFound, RagClient
@@ -118,6 +119,43 @@ def test_ingest_search_context_list_show_delete(
     assert "does not exist" in gone.stderr
 
 
+def test_sync_mirrors_a_folder_and_deletes_what_was_removed(
+    live: LiveService, env: dict[str, str], tmp_path: Path
+) -> None:
+    token = live.token(live.tenant())
+    remote = ("--url", live.url, "--token", token)
+    folder = _folder(tmp_path)
+    (folder / "manual.pdf").write_bytes(pdf_bytes(("Sulfur vents hiss on the crater rim.",)))
+    mirror = ("sync", str(folder), "--collection", "kb", *remote)
+    first = _light(run_rag(*mirror, env=env))
+    assert first.returncode == 0, first.stderr
+    assert "kb: send 3 new or changed files, 0 unchanged, delete 0" in first.stdout
+
+    (folder / "volcanoes.md").write_text("# Volcanoes\n\nLava cools into basalt.\n")
+    (folder / "sub" / "bread.txt").unlink()
+    (folder / "tea.md").write_text("# Tea\n\nSteep green tea at 80 degrees.\n")
+    dry = _light(run_rag(*mirror, "--dry-run", env=env))
+    assert dry.returncode == 0, dry.stderr
+    assert "would send 2 new or changed files, 1 unchanged, would delete 1" in dry.stdout
+    refused = _light(run_rag(*mirror, "--max-deletions", "0", env=env))
+    assert refused.returncode == 2
+    assert "more than max_deletions allows (0); nothing was changed" in refused.stderr
+    done = _light(run_rag(*mirror, env=env))
+    assert done.returncode == 0, done.stderr
+    assert "kb: send 2 new or changed files, 1 unchanged, delete 1" in done.stdout
+    assert "  - sub/bread.txt" in done.stdout
+    receipt_id = done.stdout.split("receipt ")[1].split()[0]
+
+    with RagClient(live.url, token) as rag:
+        stored = {d.external_id: d for d in rag.iter_documents(collection="kb")}
+        receipt: dict[str, Any] = rag.receipt(receipt_id)
+    assert set(stored) == {"volcanoes.md", "tea.md", "manual.pdf"}
+    assert all(str(d.version).startswith("sha256:") for d in stored.values())
+    assert receipt["kind"] == "sync"
+    assert [d["external_id"] for d in receipt["deleted"]] == ["sub/bread.txt"]
+    assert receipt["erased"]["gone"] is True
+
+
 def test_refusals_are_one_line_with_a_hint(live: LiveService, env: dict[str, str]) -> None:
     anonymous = _light(run_rag("search", "lava", "--url", live.url, env=env))
     assert anonymous.returncode == 2
@@ -154,9 +192,37 @@ def test_tenant_create_through_the_admin_api(live: LiveService, env: dict[str, s
         )
     )
     assert made.returncode == 0, made.stderr
-    assert f"tenant {new_id} ready (tier pro, active)" in made.stderr
+    assert f"tenant {new_id} ready (tier pro, active) in the service at {live.url}" in made.stderr
+    assert "without --url: the local database" in made.stderr
     with RagClient(live.url, admin) as rag:
         assert rag.tenant_stats(new_id).documents == 0
+
+
+def test_tenant_create_with_rag_url_set_says_where_and_how_to_act_locally(
+    live: LiveService, env: dict[str, str]
+) -> None:
+    """The tutorial exports RAG_URL and RAG_TOKEN (a data token): `rag tenant create` then
+    goes to the service, says so, and on the admin scope's refusal says what else to do."""
+    tenant = live.tenant()
+    exported = {**env, "RAG_URL": live.url, "RAG_TOKEN": live.token(tenant)}
+    new_id = f"c-{uuid.uuid4().hex[:10]}"
+    refused = _light(run_rag("tenant", "create", new_id, env=exported))
+    assert refused.returncode == 2
+    assert "Traceback" not in refused.stderr
+    assert f"through the service at {live.url} (RAG_URL;" in refused.stderr
+    assert "rag:admin" in refused.stderr
+    assert "unset RAG_URL" in refused.stderr
+    assert "local database" in refused.stderr
+
+
+def test_local_tenant_commands_with_rag_url_set_say_they_act_on_the_local_database(
+    env: dict[str, str], tmp_path: Path
+) -> None:
+    exported = {**env, "RAG_URL": "http://127.0.0.1:9", "RAG_DATA_DIR": str(tmp_path / "data")}
+    listed = run_rag("tenant", "list", env=exported)
+    assert listed.returncode == 0, listed.stderr
+    assert f"the embedded database in {tmp_path / 'data' / 'pgdata'}" in listed.stderr
+    assert "not the service at RAG_URL=http://127.0.0.1:9" in listed.stderr
 
 
 def test_ingest_in_the_background_shows_the_jobs_results(

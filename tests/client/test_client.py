@@ -146,6 +146,40 @@ def test_batch_and_upload(rag: RagClient, tmp_path: Path) -> None:
     assert from_bytes.created
 
 
+def test_an_edited_file_uploaded_again_updates_its_document(rag: RagClient, tmp_path: Path) -> None:
+    """The file name is the external id, as in the console and `rag ingest`: the same file
+    again, edited, replaces its document instead of adding a second one."""
+    note = tmp_path / "volcanoes.md"
+    note.write_text(VOLCANO)
+    first = rag.upload(note)
+    assert (first.external_id, first.created) == ("volcanoes.md", True)
+    note.write_text(VOLCANO + "\nPumice floats on water.\n")
+    second = rag.upload(note)
+    assert second.document_id == first.document_id
+    assert (second.external_id, second.created) == ("volcanoes.md", False)
+    assert "Pumice" in rag.document_chunks(second.document_id).chunks[-1].content
+    named = rag.upload(b"plain words about rivers", filename="rivers.txt")
+    assert named.external_id == "rivers.txt"
+    renamed = rag.upload(note, external_id="geo/volcanoes.md")  # an explicit id still wins
+    assert renamed.document_id != first.document_id
+    page = rag.list_documents()
+    assert sorted(d.external_id for d in page.items) == [
+        "geo/volcanoes.md",
+        "rivers.txt",
+        "volcanoes.md",
+    ]
+
+
+def test_the_formats_are_the_services_source_types(rag: RagClient) -> None:
+    found = {f.source_type: f for f in rag.formats().items}
+    assert set(found) == set(SourceType)
+    assert (found[SourceType.DOCX].label, found[SourceType.DOCX].suffixes) == (
+        "Word document",
+        [".docx"],
+    )
+    assert not found[SourceType.MARKDOWN].file_only
+
+
 def test_office_files_upload_and_filter_by_their_types(rag: RagClient, tmp_path: Path) -> None:
     deck = tmp_path / "review.pptx"
     deck.write_bytes(pptx_bytes())

@@ -37,6 +37,7 @@ REPLIES: list[tuple[str, str, type[BaseModel]]] = [
     ("DELETE", f"{RAG}/jobs/{{job_id}}", jobs.Job),
     ("GET", f"{RAG}/jobs", jobs.JobPage),
     ("GET", f"{RAG}/me", catalog.Identity),
+    ("GET", f"{RAG}/formats", catalog.FormatList),
     ("GET", f"{RAG}/collections", catalog.CollectionList),
     ("GET", f"{RAG}/documents/{{document_id}}/chunks", catalog.DocumentChunks),
     ("GET", "/api/admin/tiers", admin.TierList),

@@ -10,8 +10,10 @@ import httpx
 import pytest
 from playwright.sync_api import Browser, expect
 
+from app.ingest.parsing import SourceType
 from tests.console.conftest import Console
 from tests.console.pages import checked, console_page, sign_in
+from tests.ingest.office import docx_bytes
 
 pytestmark = pytest.mark.slow
 
@@ -39,6 +41,10 @@ def test_an_upload_is_followed_through_its_job_to_its_documents(
 
         expect(page.get_by_role("heading", name="Ingestion job")).to_be_visible()
         expect(page.locator(".job .badge").first).to_have_text("partial", timeout=60_000)
+        # the upload's message gives way to the job's end, never a stale "queued"
+        expect(page.get_by_role("status")).to_have_text(
+            "The job ended: partial, 1 document ingested, 1 failed."
+        )
         files = page.get_by_role("table", name="Outcome per file")
         expect(files.get_by_role("row", name=re.compile("notes.md succeeded"))).to_be_visible()
         expect(files.get_by_role("row", name=re.compile("broken.pdf failed"))).to_be_visible()
@@ -52,7 +58,11 @@ def test_an_upload_is_followed_through_its_job_to_its_documents(
         page.get_by_role("link", name="Release notes").click()
         expect(page.get_by_role("heading", name="Release notes")).to_be_visible()
         expect(page.locator(".chunks")).to_contain_text("Version 2 adds hybrid search.")
-        expect(page.locator(".citation").first).to_contain_text("[1] **Release notes**")
+        # the citation's markdown is shown as text: the title in bold, no asterisks
+        first_citation = page.locator(".citation").first
+        expect(first_citation).to_contain_text("[1] Release notes (Markdown)")
+        expect(first_citation.locator("strong")).to_have_text("Release notes")
+        expect(first_citation).not_to_contain_text("**")
         page.get_by_label("Citation style").select_option("compact")
         expect(page.locator(".citation").first).to_contain_text("[Release notes]")
         checked(page, "document")
@@ -74,7 +84,7 @@ def test_an_upload_is_followed_through_its_job_to_its_documents(
         page.get_by_role("button", name="Delete Release notes").click()
         page.get_by_role("dialog").get_by_role("button", name="Delete").click()
         expect(page.get_by_role("status")).to_contain_text("Deleted “Release notes”")
-        expect(page.get_by_text("No documents here yet")).to_be_visible()
+        expect(page.get_by_text("No document matches these filters")).to_be_visible()
 
         page.get_by_role("link", name="Jobs").click()
         expect(page.get_by_role("table", name="Jobs").get_by_role("row")).to_have_count(3)
@@ -101,3 +111,60 @@ def test_a_running_job_is_cancelled(browser: Browser, console: Console) -> None:
     job = httpx.get(f"{console.url}/api/rag/jobs/{job_id}", headers=headers, timeout=30).json()
     assert job["status"] == "cancelled"
     assert job["progress"]["documents_done"] < 150
+
+
+def test_every_ingestible_format_is_offered_and_a_word_file_is_filtered(
+    browser: Browser, console: Console, tmp_path: Path
+) -> None:
+    tenant = console.new_tenant("t-formats")
+    (tmp_path / "handbook.docx").write_bytes(docx_bytes(title="Field Handbook"))
+    (tmp_path / "notes.md").write_text("# Notes\n\nA markdown page.\n")
+    labels = [source_type.label for source_type in SourceType]
+    with console_page(browser, console) as watched:
+        page = watched.page
+        sign_in(page, console.token(tenant))
+        page.get_by_role("link", name="Jobs").click()
+        expect(
+            page.get_by_text("No jobs yet: upload files or a folder in Documents")
+        ).to_be_visible()
+        page.get_by_role("link", name="Documents").first.click()
+        expect(page.get_by_text("No documents yet. Upload files or a folder")).to_be_visible()
+        hint_id = page.get_by_label("Files", exact=True).get_attribute("aria-describedby")
+        hint = page.locator(f"#{hint_id}")
+        for source_type in SourceType:
+            expect(hint).to_contain_text(f"{source_type.label} ({source_type.suffixes[0]})")
+        expect(page.get_by_label("Type", exact=True).locator("option")).to_have_text(
+            ["Any type", *labels]
+        )
+
+        page.get_by_label("Files", exact=True).set_input_files(
+            [tmp_path / "handbook.docx", tmp_path / "notes.md"]
+        )
+        page.get_by_label("Collection", exact=True).first.fill("handbook")
+        page.get_by_role("button", name="Upload").click()
+        expect(page.get_by_role("status")).to_have_text(
+            "The job ended: succeeded, 2 documents ingested, 0 failed.", timeout=60_000
+        )
+        page.get_by_role("link", name="Documents").first.click()
+        page.get_by_label("Type", exact=True).select_option(label="Word document")
+        page.get_by_role("button", name="Apply").click()
+        table = page.get_by_role("table", name="Documents")
+        expect(table.get_by_role("row")).to_have_count(2)
+        expect(table).to_contain_text("handbook.docx")
+        expect(table).to_contain_text("Word document")
+        # a column is as wide as its longest word: "handbook" is one line, never "handboo/k"
+        collection = table.get_by_role("cell", name="handbook", exact=True).locator(".user-text")
+        assert collection.evaluate("(el) => el.getClientRects().length") == 1
+        checked(page, "documents-formats")
+
+        page.get_by_role("link", name="Search").click()
+        page.locator("summary", has_text="Filters").click()
+        boxes = page.get_by_role("group", name="Source types").get_by_role("checkbox")
+        expect(boxes).to_have_count(len(labels))
+        page.get_by_label("Word document").check()
+        page.get_by_label("Query").fill("tent")
+        page.get_by_role("button", name="Search", exact=True).click()
+        cards = page.locator(".cards > li")
+        expect(cards.first).to_contain_text("Field Handbook")
+        for n in range(cards.count()):
+            expect(cards.nth(n)).not_to_contain_text("Notes")

@@ -32,6 +32,9 @@ def test_a_dedupe_preview_then_a_merge(browser: Browser, console: Console) -> No
         expect(group.get_by_role("heading")).to_contain_text("2 documents, similarity 0.9")
         rows = group.get_by_role("row")
         expect(rows).to_have_count(3)
+        expect(page.locator(".summary")).to_have_text(
+            "1 group, 1 duplicate among 3 documents examined."
+        )
         oldest = group.get_by_role("row").filter(has_text="backups.md").first
         expect(oldest.get_by_role("cell").last).to_have_text("kept")
         newest = group.get_by_role("row").filter(has_text="backups-old.md")
@@ -43,9 +46,17 @@ def test_a_dedupe_preview_then_a_merge(browser: Browser, console: Console) -> No
 
         page.get_by_role("button", name="Merge…").click()
         dialog = page.get_by_role("dialog")
-        expect(dialog).to_contain_text("1 document(s) in 1 group(s) will be deleted")
+        expect(dialog).to_contain_text("1 document in 1 group will be deleted")
         dialog.get_by_role("button", name="Merge").click()
-        expect(page.get_by_role("status")).to_contain_text("1 duplicate document(s) deleted")
+        expect(page.get_by_role("status")).to_contain_text("Merged: 1 duplicate document deleted")
+        expect(page.get_by_role("region", name="Duplicate groups")).to_contain_text(
+            "1 document deleted, 1 group merged."
+        )
+        page.get_by_role("button", name="Preview").click()  # nothing left: what to do next
+        expect(page.locator(".summary")).to_have_text(
+            "0 groups, 0 duplicates among 2 documents examined."
+        )
+        expect(page.get_by_text("No near-duplicates at this threshold: lower it")).to_be_visible()
     headers = {"Authorization": f"Bearer {console.token(tenant)}"}
     listed = httpx.get(f"{console.url}/api/rag/documents", headers=headers, timeout=30).json()
     assert {d["document_id"] for d in listed["items"]} == {first, other}

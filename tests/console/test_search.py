@@ -67,3 +67,51 @@ def test_sign_in_search_with_citations_and_sign_out(browser: Browser, console: C
         page.get_by_role("button", name="Sign out").click()
         expect(page.get_by_role("heading", name="Sign in")).to_be_visible()
         assert page.evaluate("sessionStorage.length") == 0
+
+
+def test_scores_by_mode_neighbours_readable_citations_and_empty_states(
+    browser: Browser, console: Console
+) -> None:
+    tenant = console.new_tenant("t-nits")
+    with console_page(browser, console) as watched:
+        page = watched.page
+        sign_in(page, console.token(tenant))
+        expect(
+            page.get_by_text("No documents to search yet: upload some in Documents")
+        ).to_be_visible()
+        for title, url in (("Operations guide", "https://example.com/ops"), ("Runbook", None)):
+            console.ingest(
+                tenant,
+                title=title,
+                content=GUIDE.replace("Operations guide", title),
+                source_type="markdown",
+                source_url=url,
+            )
+        page.reload()
+        page.get_by_label("Query").fill("backups kept")
+        page.get_by_label("Mode").select_option("hybrid")
+        page.get_by_role("button", name="Search", exact=True).click()
+        first = page.locator(".cards > li").first
+        expect(first).to_contain_text("Hybrid score")
+        expect(page.locator(".cards")).not_to_contain_text("Similarity0.000")
+
+        # more like this opens at a minimum that finds the other document's neighbour
+        first.get_by_role("button", name="More like this").click()
+        panel = first.get_by_role("region", name="More like this")
+        expect(panel.get_by_label("Minimum similarity")).to_have_value("0")
+        expect(panel.locator(".similar-list > li").first).to_be_visible()
+
+        # the citations read as text with a link, not as markdown
+        page.get_by_role("button", name="Build context").click()
+        citations = page.locator(".context-view .citations")
+        expect(citations).to_contain_text("Operations guide")
+        expect(citations).not_to_contain_text("**")
+        expect(citations.locator("strong").first).to_be_visible()
+        link = citations.get_by_role("link", name=re.compile("^Source"))
+        expect(link).to_have_attribute("href", "https://example.com/ops")
+        checked(page, "search-nits")
+
+        page.get_by_label("Query").fill("zebra quantum marmalade")
+        page.get_by_label("Mode").select_option("keyword")
+        page.get_by_role("button", name="Search", exact=True).click()
+        expect(page.get_by_text("Nothing found. Try other words")).to_be_visible()

@@ -144,6 +144,12 @@ PRIVATE = [
     "https://169.254.169.254/latest/meta-data",
     "https://[::1]/hook",
     "https://[::ffff:10.0.0.1]/hook",
+    "https://[::7f00:1]/hook",  # IPv4-compatible 127.0.0.1
+    "https://[::ffff:0:7f00:1]/hook",  # IPv4-translated 127.0.0.1
+    "https://[64:ff9b::7f00:1]/hook",  # NAT64 127.0.0.1
+    "https://[64:ff9b:1::a00:1]/hook",  # local-use NAT64 10.0.0.1
+    "https://[2002:a9fe:a9fe::]/latest/meta-data",  # 6to4 169.254.169.254
+    "https://[2001:0:808:808::80ff:fffe]/hook",  # Teredo, client 127.0.0.1
     "https://localhost/hook",  # a name resolving to loopback, not listed
     "http://127.0.0.2/hook",  # not the listed host
     "ftp://files.example/hook",
@@ -182,6 +188,52 @@ async def test_a_callback_to_a_private_address_is_refused_at_submission(
                 problem = reply.json()
                 assert problem["detail"].startswith("callback_url: ")
                 assert problem["errors"][0]["field"] == "callback_url"
+        listed = await http.get("/api/rag/jobs", headers=tenant.headers)
+        assert listed.json()["total"] == 0
+        assert await queued_entries(committed) == before
+
+
+UNSENDABLE = {
+    "nul": "http://127.0.0.1:18791/ok\x00",
+    "nul in the host": "http://127.0.0.1\x00.example:18791/ok",
+    "cr lf": "http://127.0.0.1:18791/ok\r\nX-Injected: 1",
+    "lf": "http://127.0.0.1:18791/o\nk",
+    "tab": "http://127.0.0.1:18791/o\tk",
+    "space": "http://127.0.0.1:18791/o k",
+    "no-break space": "http://127.0.0.1:18791/o\u00a0k",
+    "delete": "http://127.0.0.1:18791/o\x7fk",
+    "c1 control": "http://127.0.0.1:18791/o\x85k",
+    "surrogate": "http://127.0.0.1:18791/o\ud800k",
+}
+
+
+@pytest.mark.parametrize("kind", sorted(UNSENDABLE))
+async def test_a_callback_url_that_can_never_be_sent_is_a_422_at_submission(
+    hooked: Settings, committed: SessionMaker, embedder: WordHashEmbedder, kind: str
+) -> None:
+    """Control characters (NUL included) and spaces: refused with a problem naming the field,
+    through JSON and multipart alike, never stored (NUL once failed the insert: a 500)."""
+    url = UNSENDABLE[kind]
+    async with app_client(hooked, committed, embedder) as http:
+        tenant = await new_tenant(http, hooked, committed)
+        before = await queued_entries(committed)
+        as_json = await http.post(
+            "/api/rag/jobs",
+            headers={**tenant.headers, "content-type": "application/json"},
+            content=json.dumps({"documents": DOCUMENTS, "callback_url": url}),
+        )
+        replies = [as_json]
+        if kind != "surrogate":  # a form field is UTF-8: it cannot carry a lone surrogate
+            as_form = await http.post(
+                "/api/rag/jobs", headers=tenant.headers, files=files(1), data={"callback_url": url}
+            )
+            replies.append(as_form)
+        for reply in replies:
+            assert reply.status_code == 422, (kind, reply.text)
+            assert reply.headers["content-type"].startswith("application/problem+json")
+            problem = reply.json()
+            assert problem["errors"][0]["field"] == "callback_url"
+            assert "control character or space" in problem["detail"], problem
         listed = await http.get("/api/rag/jobs", headers=tenant.headers)
         assert listed.json()["total"] == 0
         assert await queued_entries(committed) == before

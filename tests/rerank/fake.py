@@ -1,12 +1,13 @@
 """A rerank server on loopback that speaks Cohere's, Jina's or text-embeddings-inference's
 wire format, scoring a document by how often it holds a favourite word (so a test can tell the
-reranker's order from the first stage's), and answering with the statuses of its script."""
+reranker's order from the first stage's), and answering with the statuses of its script; or,
+given a `reply`, with that (a hostile server: deep nesting, a trickle, an endless body)."""
 
 from __future__ import annotations
 
 import json
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
@@ -23,6 +24,7 @@ class FakeReranker:
     url: str = ""
     statuses: list[int] = field(default_factory=lambda: [200])
     delay_seconds: float = 0.0
+    reply: Callable[[], Reply] | None = None  # answers every call instead, when set
     requests: list[tuple[str, dict[str, str], dict[str, Any]]] = field(default_factory=list)
 
     def answer(self, path: str, headers: dict[str, str], body: dict[str, Any]) -> tuple[int, Any]:
@@ -49,6 +51,8 @@ def fake_reranker(provider: str, favourite: str) -> Iterator[FakeReranker]:
         if fake.delay_seconds:
             time.sleep(fake.delay_seconds)
         status, reply = fake.answer(path, headers, json.loads(body))
+        if fake.reply is not None:
+            return fake.reply()
         return Reply(status, json.dumps(reply).encode(), "application/json")
 
     with loopback_server(answer) as url:

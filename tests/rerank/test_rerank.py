@@ -1,14 +1,17 @@
 """The second stage against local fakes of each rerank wire format: the reranker's order,
 its scores and time in the reply, through search and context; and a reranker that fails,
-times out or refuses never fails a search (the first stage's order, a note, /readyz)."""
+times out, refuses or rate limits never fails a search (the first stage's order, a note,
+a metric and a log line) nor makes the instance unready."""
 
 from __future__ import annotations
 
+import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
 import pytest
 from httpx import ASGITransport, AsyncClient
+from prometheus_client import REGISTRY
 from pydantic import SecretStr
 
 from app.api.deps import get_resources
@@ -161,21 +164,45 @@ async def test_a_failing_reranker_leaves_the_first_stages_order(
             assert why in str(found["rerank_note"])
 
 
-async def test_a_refusal_shows_in_readiness_until_the_reranker_answers_again(
-    settings: Settings, sessions: SessionMaker, embedder: WordHashEmbedder
+def counted(name: str, **labels: str) -> float:
+    return REGISTRY.get_sample_value(name, labels) or 0.0
+
+
+@pytest.mark.parametrize(
+    ("status", "outcome", "why", "level"),
+    [
+        (429, "skipped", "the reranker is rate limiting (429)", logging.WARNING),
+        (401, "refused", "the reranker refused the request (401)", logging.ERROR),
+    ],
+)
+async def test_a_reranker_that_refuses_or_rate_limits_never_makes_the_instance_unready(
+    settings: Settings,
+    sessions: SessionMaker,
+    embedder: WordHashEmbedder,
+    caplog: pytest.LogCaptureFixture,
+    status: int,
+    outcome: str,
+    why: str,
+    level: int,
 ) -> None:
+    """An optional stage's failure is a metric and a log line: /readyz stays 200 (one 429 took
+    every instance out of a load balancer's rotation)."""
     with fake_reranker("jina", favourite="zebra") as fake:
         async with served(settings, sessions, embedder, fake) as tenant:
-            fake.statuses = [401]
+            before = counted("rag_rerank_total", outcome=outcome)
+            fake.statuses = [status]
             found = await post(tenant, "/api/rag/search", query="harbour", threshold=0.1)
-            assert "refused the request (401)" in str(found["rerank_note"])
+            assert why in str(found["rerank_note"])
             ready = await tenant.http.get("/readyz")
-            assert ready.status_code == 503
-            assert ready.json()["checks"]["reranker"]["ok"] is False
+            assert ready.status_code == 200, ready.text
+            assert "reranker" not in ready.json()["checks"]
+            assert counted("rag_rerank_total", outcome=outcome) - before == 1
+            assert counted("rag_rerank_refusing") == (1.0 if status == 401 else 0.0)
+            assert any(r.levelno == level and why in r.getMessage() for r in caplog.records)
             fake.statuses = [200]
             found = await post(tenant, "/api/rag/search", query="harbour", threshold=0.1)
             assert found["reranked"] is True
-            assert (await tenant.http.get("/readyz")).status_code == 200
+            assert counted("rag_rerank_refusing") == 0.0
 
 
 async def test_rerank_without_a_reranker_is_a_422(

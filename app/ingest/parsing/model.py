@@ -27,17 +27,37 @@ class SourceType(StrEnum):
     @property
     def label(self) -> str:
         """What a person calls a file of this type: "PDF", "Word document" …"""
-        return _LABELS.get(self, self.value)
+        return _LABELS[self]
+
+    @property
+    def suffixes(self) -> tuple[str, ...]:
+        """The file name endings of this type, the usual one first."""
+        return _SUFFIXES[self]
 
 
+# The registry of what ingest reads: every door (API, console, CLI) lists formats from here.
 _TEXT_TYPES = frozenset({SourceType.TEXT, SourceType.MARKDOWN, SourceType.HTML})
 _LABELS = {
+    SourceType.TEXT: "Plain text",
+    SourceType.MARKDOWN: "Markdown",
+    SourceType.HTML: "HTML",
     SourceType.PDF: "PDF",
     SourceType.DOCX: "Word document",
     SourceType.PPTX: "PowerPoint presentation",
     SourceType.XLSX: "Excel workbook",
     SourceType.EPUB: "EPUB book",
     SourceType.ODT: "OpenDocument text",
+}
+_SUFFIXES = {
+    SourceType.TEXT: (".txt", ".text"),
+    SourceType.MARKDOWN: (".md", ".markdown", ".mdown", ".mkd"),
+    SourceType.HTML: (".html", ".htm", ".xhtml"),
+    SourceType.PDF: (".pdf",),
+    SourceType.DOCX: (".docx",),
+    SourceType.PPTX: (".pptx",),
+    SourceType.XLSX: (".xlsx",),
+    SourceType.EPUB: (".epub",),
+    SourceType.ODT: (".odt",),
 }
 
 

@@ -49,8 +49,8 @@ _HINTS = {
     "markdown": SourceType.MARKDOWN,
 }
 _SUFFIXES = {
-    **dict.fromkeys((".html", ".htm", ".xhtml"), SourceType.HTML),
-    **dict.fromkeys((".md", ".markdown", ".mdown", ".mkd"), SourceType.MARKDOWN),
+    **dict.fromkeys(SourceType.HTML.suffixes, SourceType.HTML),
+    **dict.fromkeys(SourceType.MARKDOWN.suffixes, SourceType.MARKDOWN),
 }
 
 

@@ -24,6 +24,8 @@ from rag_client.catalog_models import (
     Collection,
     CollectionList,
     DocumentChunks,
+    Format,
+    FormatList,
     Identity,
     StoredChunk,
 )
@@ -64,6 +66,7 @@ from rag_client.models import (
     ContextResult,
     Document,
     DocumentPage,
+    DocumentReference,
     Filters,
     FusionMethod,
     IngestResult,
@@ -74,6 +77,8 @@ from rag_client.models import (
     SearchResult,
     Shortfall,
     SourceType,
+    SyncFailure,
+    SyncResult,
 )
 from rag_client.retry import Retry
 from rag_client.similar_models import (
@@ -107,10 +112,13 @@ __all__ = [
     "DocumentChunks",
     "DocumentPage",
     "DocumentRef",
+    "DocumentReference",
     "DuplicateGroup",
     "FieldError",
     "Filters",
     "Forbidden",
+    "Format",
+    "FormatList",
     "FusionMethod",
     "Identity",
     "IngestResult",
@@ -142,6 +150,8 @@ __all__ = [
     "SimilarResult",
     "SourceType",
     "StoredChunk",
+    "SyncFailure",
+    "SyncResult",
     "Tenant",
     "TenantPage",
     "TenantStats",

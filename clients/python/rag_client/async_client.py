@@ -24,7 +24,7 @@ from rag_client.base import (
     transport_error,
 )
 from rag_client.calls import job_submission
-from rag_client.catalog_models import CollectionList, DocumentChunks, Identity
+from rag_client.catalog_models import CollectionList, DocumentChunks, FormatList, Identity
 from rag_client.errors import ProblemError
 from rag_client.job_models import Job, JobAccepted, JobPage, JobStatus
 from rag_client.models import (
@@ -34,10 +34,12 @@ from rag_client.models import (
     Document,
     DocumentChange,
     DocumentPage,
+    DocumentReference,
     IngestResult,
     NewDocument,
     SearchResult,
     SourceType,
+    SyncResult,
 )
 from rag_client.retry import Retry
 from rag_client.similar_models import DedupeResult, SimilarResult
@@ -147,6 +149,10 @@ class AsyncRagClient:
         """Who the token is: tenant, subject, scopes, groups, expiry."""
         return await self._send(calls.whoami())
 
+    async def formats(self) -> FormatList:
+        """The formats ingest reads: source type, name, file name endings."""
+        return await self._send(calls.formats())
+
     async def collections(self) -> CollectionList:
         return await self._send(calls.collections())
 
@@ -178,8 +184,33 @@ class AsyncRagClient:
     async def get_document(self, document_id: uuid.UUID | str) -> Document:
         return await self._send(calls.get_document(document_id))
 
-    async def delete_document(self, document_id: uuid.UUID | str) -> None:
-        await self._send(calls.delete_document(document_id))
+    async def sync(
+        self,
+        collection: str,
+        documents: Sequence[NewDocument | DocumentReference],
+        *,
+        dry_run: bool = False,
+        allow_empty: bool = False,
+        max_deletions: int | float | None = None,
+    ) -> SyncResult:
+        """Make `collection` hold exactly `documents` (full ones and references by
+        version): what it holds and is not named is deleted; a signed receipt records it."""
+        call = calls.sync(
+            collection,
+            documents,
+            dry_run=dry_run,
+            allow_empty=allow_empty,
+            max_deletions=max_deletions,
+        )
+        return await self._send(call)
+
+    async def receipt(self, receipt_id: uuid.UUID | str) -> dict[str, JsonValue]:
+        """A sync's or a deletion's receipt, as signed (docs/SYNC.md)."""
+        return await self._send(calls.receipt(receipt_id))
+
+    async def delete_document(self, document_id: uuid.UUID | str) -> uuid.UUID | None:
+        """Delete it; the id of its receipt (`receipt()`)."""
+        return await self._send(calls.delete_document(document_id))
 
     async def update_document(
         self,

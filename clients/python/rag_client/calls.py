@@ -24,7 +24,7 @@ from rag_client.admin_models import (
     TenantStats,
     TierList,
 )
-from rag_client.catalog_models import CollectionList, DocumentChunks, Identity
+from rag_client.catalog_models import CollectionList, DocumentChunks, FormatList, Identity
 from rag_client.job_models import Job, JobAccepted, JobPage, JobStatus
 from rag_client.models import (
     BatchResult,
@@ -34,6 +34,7 @@ from rag_client.models import (
     Document,
     DocumentChange,
     DocumentPage,
+    DocumentReference,
     Filters,
     FusionMethod,
     IngestResult,
@@ -43,6 +44,7 @@ from rag_client.models import (
     SearchQuery,
     SearchResult,
     SourceType,
+    SyncResult,
 )
 from rag_client.similar_models import (
     DedupeRequest,
@@ -146,6 +148,7 @@ class UploadOptions(TypedDict, total=False):
     source_url: str | None
     metadata: Mapping[str, JsonValue] | None
     access: Sequence[str] | None
+    version: str | None  # the source's revision (an etag, a time, a commit)
 
 
 def ingest(content: str, options: DocumentOptions) -> Call[IngestResult]:
@@ -159,18 +162,24 @@ def ingest_batch(documents: Sequence[NewDocument]) -> Call[BatchResult]:
 
 
 def upload(file: str | PathLike[str] | bytes, options: UploadOptions) -> Call[IngestResult]:
-    """A file from a path, or bytes (then give `filename`); its type is sniffed by the service."""
+    """A file from a path, or bytes (then give `filename`); its type is sniffed by the service.
+    The external id is the file's name (`filename`, else the path's last part), as the console
+    and `rag ingest` name files: the same file uploaded again, edited, updates its document.
+    `external_id` names it otherwise; bytes without a `filename` are named by their content."""
+    named = options.get("filename")
     if isinstance(file, bytes):
-        data, name = file, options.get("filename") or "upload"
+        data, name = file, named or "upload"
     else:
         path = Path(file)
-        data, name = path.read_bytes(), options.get("filename") or path.name
+        data, name = path.read_bytes(), named or path.name
+        named = name
     kind = options.get("content_type") or "application/octet-stream"
     fields = {
         "title": options.get("title"),
-        "external_id": options.get("external_id"),
+        "external_id": options.get("external_id") or named,
         "collection": options.get("collection"),
         "source_url": options.get("source_url"),
+        "version": options.get("version"),
     }
     form = {key: value for key, value in fields.items() if value is not None}
     if (metadata := options.get("metadata")) is not None:
@@ -202,6 +211,10 @@ def whoami() -> Call[Identity]:
     return Call("GET", f"{RAG}/me", _reads(Identity))
 
 
+def formats() -> Call[FormatList]:
+    return Call("GET", f"{RAG}/formats", _reads(FormatList))
+
+
 def collections() -> Call[CollectionList]:
     return Call("GET", f"{RAG}/collections", _reads(CollectionList))
 
@@ -223,8 +236,44 @@ def get_document(document_id: uuid.UUID | str) -> Call[Document]:
     return Call("GET", f"{RAG}/documents/{_id(document_id)}", _reads(Document))
 
 
-def delete_document(document_id: uuid.UUID | str) -> Call[None]:
-    return Call("DELETE", f"{RAG}/documents/{_id(document_id)}", _nothing)
+def sync(
+    collection: str,
+    documents: Sequence[NewDocument | DocumentReference],
+    *,
+    dry_run: bool = False,
+    allow_empty: bool = False,
+    max_deletions: int | float | None = None,
+) -> Call[SyncResult]:
+    """The collection's complete content; what is not named is deleted (docs/SYNC.md)."""
+    body: dict[str, JsonValue] = {
+        "documents": [_body(document) for document in documents],
+        "dry_run": dry_run,
+        "allow_empty": allow_empty,
+    }
+    if max_deletions is not None:
+        body["max_deletions"] = max_deletions
+    path = f"{RAG}/collections/{quote(collection, safe='')}/sync"
+    return Call("POST", path, _reads(SyncResult), json=body)
+
+
+def receipt(receipt_id: uuid.UUID | str) -> Call[dict[str, JsonValue]]:
+    """A receipt's body as signed (verify the raw reply with the webhook secret)."""
+    return Call("GET", f"{RAG}/receipts/{_id(receipt_id)}", _json_object)
+
+
+def _json_object(response: httpx.Response) -> dict[str, JsonValue]:
+    parsed: dict[str, JsonValue] = json.loads(response.content)
+    return parsed
+
+
+def delete_document(document_id: uuid.UUID | str) -> Call[uuid.UUID | None]:
+    """The deletion's receipt id (None from a service older than receipts)."""
+    return Call("DELETE", f"{RAG}/documents/{_id(document_id)}", _receipt_id)
+
+
+def _receipt_id(response: httpx.Response) -> uuid.UUID | None:
+    named = response.headers.get("Receipt-Id")
+    return None if named is None else uuid.UUID(named)
 
 
 def update_document(document_id: uuid.UUID | str, change: DocumentChange) -> Call[Document]:

@@ -1,11 +1,12 @@
-"""Typed replies of browsing: who a token is, the collections, one document's chunks."""
+"""Typed replies of browsing: who a token is, the formats, the collections, one document's
+chunks."""
 
 from __future__ import annotations
 
 import uuid
 from datetime import datetime
 
-from rag_client.models import CitationStyle, Document, Reply
+from rag_client.models import CitationStyle, Document, Reply, SourceType
 
 
 class Identity(Reply):
@@ -17,6 +18,19 @@ class Identity(Reply):
     scopes: list[str]
     groups: list[str]
     expires_at: datetime | None
+
+
+class Format(Reply):
+    """A format ingest reads (GET /api/rag/formats)."""
+
+    source_type: SourceType
+    label: str
+    suffixes: list[str]
+    file_only: bool  # uploaded as a file only, never sent as text
+
+
+class FormatList(Reply):
+    items: list[Format]
 
 
 class Collection(Reply):

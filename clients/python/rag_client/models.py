@@ -213,6 +213,40 @@ class NewDocument(Body):
     chunks: list[PrecomputedChunk] | None = None
     embedding_model: str | None = None
     access: list[str] | None = None  # user:<sub>, group:<name>; empty or None: the tenant
+    version: str | None = None  # the source's revision (an etag, a time, a commit)
+
+
+class DocumentReference(Body):
+    """In a sync: a document the service should hold at this `version` already."""
+
+    external_id: str
+    version: str
+
+
+class SyncFailure(Reply):
+    external_id: str
+    status: int
+    detail: str
+
+
+class ReceiptRef(Reply):
+    receipt_id: uuid.UUID
+    url: str
+
+
+class SyncResult(Reply):
+    """What a collection sync did (or, dry, would do): external ids under each outcome."""
+
+    collection: str
+    dry_run: bool
+    added: list[str]
+    updated: list[str]
+    unchanged: list[str]
+    deleted: list[str]
+    missing: list[str]  # references to send in full
+    failed: list[SyncFailure]
+    counts: dict[str, int]
+    receipt: ReceiptRef | None  # None for a dry run
 
 
 class DocumentChange(Body):
@@ -257,6 +291,7 @@ class Document(Reply):
     source_url: str | None
     metadata: dict[str, JsonValue]
     access: list[str] = []  # who may see it; empty: every member of the tenant
+    version: str | None = None  # the source's revision, as given at ingest
     chunks: int
     access_count: int | None = None  # how often searches returned it (None: an older service)
     created_at: datetime

@@ -138,3 +138,36 @@ export function table(caption, headers, rows) {
     h('tbody', {}, rows.map((row) => (row instanceof Node ? row
       : h('tr', {}, row.map((cell) => h('td', {}, cell))))))));
 }
+
+/** "1 group", "3 groups": a count with its noun agreeing. */
+export function plural(n, one, many = `${one}s`) {
+  return `${number(n)} ${n === 1 ? one : many}`;
+}
+
+// A citation's markdown (**Title**, _Section_, [Source](url)) as text with a link: the
+// marks become emphasis, the link a real one (http(s) only, as sourceLink makes it).
+const CITATION_MARKS = /\*\*(.+?)\*\*|\[([^\]]+)\]\(([^)\s]+)\)|(?<=^|\s)_(.+?)_(?=\s|$)/gu;
+
+/** The nodes of a citation's text; whether it holds a link is `nodes.linked`. */
+export function citationText(text) {
+  const value = String(text ?? '');
+  const nodes = [];
+  let last = 0;
+  let linked = false;
+  for (const match of value.matchAll(CITATION_MARKS)) {
+    if (match.index > last) nodes.push(...textNodes(value.slice(last, match.index)));
+    const [, strong, label, target, em] = match;
+    if (strong !== undefined) nodes.push(add(h('strong'), textNodes(strong)));
+    else if (em !== undefined) nodes.push(add(h('em'), textNodes(em)));
+    else {
+      nodes.push(sourceLink(target, label));
+      linked = true;
+    }
+    last = match.index + match[0].length;
+  }
+  if (last < value.length) nodes.push(...textNodes(value.slice(last)));
+  const el = h('span', { class: 'user-text citation-text', dir: 'auto' });
+  add(el, nodes);
+  el.linked = linked;
+  return el;
+}

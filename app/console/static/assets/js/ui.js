@@ -11,6 +11,11 @@ export function announce(message) {
   fresh = Boolean(message);
 }
 
+/** Replace the message shown (one said for this page, an upload's), if any, by `message`. */
+export function update(message) {
+  if (document.getElementById('status').hasChildNodes()) announce(message);
+}
+
 /** Called when a page is drawn: an older message is cleared, a fresh one kept once. */
 export function pageChanged() {
   if (!fresh) announce('');

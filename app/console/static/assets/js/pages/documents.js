@@ -3,12 +3,11 @@
 // its chunks and citations (GET …/documents/{id}/chunks), and delete after confirmation.
 
 import { api, upload } from '../api.js';
-import { add, field, h, number, select, sourceLink, table, userText, when } from '../dom.js';
+import { add, citationText, field, h, number, plural, select, sourceLink, table, userText, when } from '../dom.js';
+import { formats, typeOptions, uploadHint } from '../formats.js';
 import { announce, busy, confirmAction, errorBox, heading, pager } from '../ui.js';
 
 const PAGE = 20;
-const TYPES = [['', 'Any type'], ['text', 'Text'], ['markdown', 'Markdown'], ['html', 'HTML'],
-  ['pdf', 'PDF']];
 const STYLES = [['numbered', 'Numbered'], ['inline', 'Inline'], ['compact', 'Compact']];
 const HEADERS = ['Title', 'External id', 'Collection', 'Type', 'Chunks', 'Updated', 'Actions'];
 
@@ -29,7 +28,7 @@ async function deleteDocument(doc, errors, done) {
   }
 }
 
-function uploadForm(navigate, collections) {
+function uploadForm(navigate, collections, known) {
   const files = h('input', { type: 'file', multiple: true, name: 'files' });
   const folder = h('input', { type: 'file', multiple: true, webkitdirectory: true, name: 'folder' });
   const collection = h('input', { type: 'text', value: 'default', list: 'known-collections',
@@ -42,7 +41,7 @@ function uploadForm(navigate, collections) {
     h('h2', { id: 'upload-title' }, 'Upload files or a folder'),
     h('datalist', { id: 'known-collections' }, collections.map((c) => h('option', { value: c.name }))),
     h('div', { class: 'inline-fields' },
-      field('Files', files, 'PDF, markdown, HTML or text'),
+      field('Files', files, uploadHint(known)),
       field('Folder', folder, 'Every file in it, with its path as the external id'),
       field('Collection', collection)),
     h('div', { class: 'row' }, send, progress, progressText),
@@ -63,18 +62,19 @@ function uploadForm(navigate, collections) {
         progress.value = Math.round((sent / total) * 100);
         progressText.textContent = `${Math.round((sent / total) * 100)}% sent`;
       });
-      announce(`Uploaded ${accepted.documents} file(s): job ${accepted.job_id} is ${accepted.status}.`);
+      announce(`Uploaded ${plural(accepted.documents, 'file')} as one ingestion job: its progress is below.`);
       navigate(`jobs/${accepted.job_id}`);
     });
   });
   return form;
 }
 
-function filters(query, navigate, collections) {
+function filters(query, navigate, collections, known) {
   const collection = select({ name: 'collection' },
     [['', 'Every collection'], ...collections.map((c) => [c.name, c.name])],
     query.get('collection') ?? '');
-  const type = select({ name: 'source_type' }, TYPES, query.get('source_type') ?? '');
+  const type = select({ name: 'source_type' }, [['', 'Any type'], ...typeOptions(known)],
+    query.get('source_type') ?? '');
   const form = h('form', { class: 'inline-fields filters', method: 'post', 'aria-label': 'Filter documents' },
     field('Collection', collection), field('Type', type),
     h('button', { type: 'submit', class: 'secondary' }, 'Apply'));
@@ -85,20 +85,33 @@ function filters(query, navigate, collections) {
   return form;
 }
 
+/** What an empty list says, and what to do next. */
+function emptyList(params) {
+  if (params.collection || params.source_type) {
+    return h('p', { class: 'empty' }, 'No document matches these filters: choose ',
+      '“Every collection” and “Any type”, then Apply, to see them all.');
+  }
+  return h('p', { class: 'empty' }, 'No documents yet. Upload files or a folder above (or send ',
+    'them with the CLI, the Python client or POST /api/rag/documents); each upload becomes a ',
+    'job you can follow in ', h('a', { href: '#/jobs' }, 'Jobs'), '.');
+}
+
 export async function render({ id, query, navigate, reload, signal }) {
   if (id) return renderDocument({ id, query, navigate, signal });
   const offset = Number(query.get('offset') ?? 0);
   const params = { collection: query.get('collection'), source_type: query.get('source_type') };
-  const [page, collections] = await Promise.all([
+  const [page, collections, known] = await Promise.all([
     api('GET', 'api/rag/documents', { query: { ...params, limit: PAGE, offset }, signal }),
     api('GET', 'api/rag/collections', { signal }),
+    formats(),
   ]);
+  const label = Object.fromEntries(typeOptions(known));
   const errors = errorBox();
   const rows = page.items.map((doc) => [
     h('a', { href: `#/documents/${doc.document_id}` }, userText(doc.title || 'Untitled')),
     userText(doc.external_id, 'code'),
     userText(doc.collection),
-    doc.source_type,
+    label[doc.source_type] ?? doc.source_type,
     number(doc.chunks),
     when(doc.updated_at),
     h('button', { type: 'button', class: 'danger small', 'aria-label': `Delete ${doc.title || doc.external_id}`,
@@ -108,12 +121,12 @@ export async function render({ id, query, navigate, reload, signal }) {
   const go = (next) => navigate('documents', { ...params, offset: next });
   return add(h('div', { class: 'page' }), [
     heading('Documents'),
-    uploadForm(navigate, collections.items),
+    uploadForm(navigate, collections.items, known),
     h('h2', {}, 'Stored documents'),
-    filters(query, navigate, collections.items),
+    filters(query, navigate, collections.items, known),
     errors,
     page.items.length === 0
-      ? h('p', {}, 'No documents here yet: upload some above.')
+      ? emptyList(params)
       : h('div', {}, table('Documents', HEADERS, rows), pager({ offset, limit: PAGE, total: page.total,
         shown: page.items.length, noun: 'Documents', go })),
   ]);
@@ -147,13 +160,13 @@ async function renderDocument({ id, query, navigate, signal }) {
     h('div', { class: 'row' }, remove), errors,
     h('h2', {}, 'Chunks and citations'),
     h('div', { class: 'inline-fields' }, field('Citation style', styleSelect)),
-    found.citation ? h('p', { class: 'citation' }, 'Cited as ', userText(found.citation, 'span', { class: 'citation-text' })) : null,
+    found.citation ? h('p', { class: 'citation' }, 'Cited as ', citationText(found.citation)) : null,
     h('ol', { class: 'chunks', start: String(offset + 1) }, found.chunks.map((chunk) => h('li', {},
       h('p', { class: 'chunk-meta' }, `Chunk ${chunk.chunk_index + 1} of ${found.total}`,
         chunk.page_number ? ` · page ${chunk.page_number}` : '',
         chunk.section.length ? [' · ', userText(chunk.section.join(' → '))] : '',
         ` · ${chunk.token_count} tokens`),
-      h('p', { class: 'citation' }, userText(chunk.citation, 'span', { class: 'citation-text' })),
+      h('p', { class: 'citation' }, citationText(chunk.citation)),
       h('p', { class: 'chunk-text', dir: 'auto' }, userText(chunk.content))))),
     pager({ offset, limit: PAGE, total: found.total, shown: found.chunks.length, noun: 'Chunks', go }),
   ]);

@@ -2,7 +2,7 @@
 // document each strategy keeps, then the same request with dry_run false after confirmation.
 
 import { api } from '../api.js';
-import { add, field, fill, fixed, h, number, select, table, userText, when } from '../dom.js';
+import { add, field, fill, fixed, h, number, plural, select, table, userText, when } from '../dom.js';
 import { announce, busy, confirmAction, errorBox, heading } from '../ui.js';
 
 const STRATEGIES = [['keep_newest', 'Keep the newest'], ['keep_oldest', 'Keep the oldest'],
@@ -47,7 +47,7 @@ export async function render({ signal }) {
     merge.addEventListener('click', async () => {
       const yes = await confirmAction({
         title: 'Merge the duplicates?',
-        text: `${reply.total_duplicates} document(s) in ${reply.duplicate_groups.length} group(s) ` +
+        text: `${plural(reply.total_duplicates, 'document')} in ${plural(reply.duplicate_groups.length, 'group')} ` +
           `will be deleted; each group keeps one (${SHORT[request.merge_strategy].toLowerCase()}). ` +
           'This cannot be undone.',
         action: 'Merge',
@@ -55,16 +55,17 @@ export async function render({ signal }) {
       if (!yes) return;
       await busy(merge, errors, async () => {
         const merged = await api('POST', 'api/rag/dedupe', { json: { ...request, dry_run: false }, signal });
-        announce(`Merged: ${merged.removed_ids.length} duplicate document(s) deleted.`);
+        announce(`Merged: ${plural(merged.removed_ids.length, 'duplicate document')} deleted.`);
         fill(region, h('h2', {}, 'Merged'),
-          h('p', {}, `${number(merged.removed_ids.length)} document(s) deleted, `,
-            `${number(merged.duplicate_groups.length)} group(s) merged.`));
+          h('p', {}, `${plural(merged.removed_ids.length, 'document')} deleted, `,
+            `${plural(merged.duplicate_groups.length, 'group')} merged.`));
       });
     });
     fill(region, h('h2', {}, 'Preview'),
-      h('p', { class: 'summary' }, `${number(reply.duplicate_groups.length)} group(s), `,
-        `${number(reply.total_duplicates)} duplicate(s) among ${number(reply.documents_examined)} documents examined.`),
-      reply.duplicate_groups.length === 0 ? h('p', {}, 'No near-duplicates at this threshold.') : [
+      h('p', { class: 'summary' }, `${plural(reply.duplicate_groups.length, 'group')}, `,
+        `${plural(reply.total_duplicates, 'duplicate')} among ${plural(reply.documents_examined, 'document')} examined.`),
+      reply.duplicate_groups.length === 0 ? h('p', { class: 'empty' }, 'No near-duplicates at this ',
+        'threshold: lower it (0.9 also finds copies with larger edits), or choose “Every collection”.') : [
         h('ol', { class: 'cards' }, reply.duplicate_groups.map((g, i) => groupView(g, i, request.merge_strategy))),
         merge,
       ]);

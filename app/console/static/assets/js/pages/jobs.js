@@ -2,14 +2,30 @@
 // every second while it runs): progress, each file's outcome, and cancel (DELETE).
 
 import { api } from '../api.js';
-import { add, field, fill, h, number, select, table, userText, when } from '../dom.js';
-import { badge, busy, errorBox, heading, pager } from '../ui.js';
+import { add, field, fill, h, number, plural, select, table, userText, when } from '../dom.js';
+import { announce, badge, busy, errorBox, heading, pager, update } from '../ui.js';
 
 const PAGE = 20;
 const ACTIVE = new Set(['queued', 'running']);
 const STATUSES = [['', 'Any status'], ['queued', 'Queued'], ['running', 'Running'],
   ['succeeded', 'Succeeded'], ['partial', 'Partial'], ['failed', 'Failed'], ['cancelled', 'Cancelled']];
 const POLL_MS = 1000;
+
+/** What an empty list says, and what to do next. */
+function emptyList(status) {
+  if (status) {
+    return h('p', { class: 'empty' }, 'No job has this status: choose “Any status”, then Apply.');
+  }
+  return h('p', { class: 'empty' }, 'No jobs yet: upload files or a folder in ',
+    h('a', { href: '#/documents' }, 'Documents'), ' to start one.');
+}
+
+/** Said once a followed job has ended: the upload's message no longer holds. */
+function ended(job) {
+  const p = job.progress;
+  return `The job ended: ${job.status}, ${plural(p.documents_done, 'document')} ingested, ` +
+    `${number(p.documents_failed)} failed.`;
+}
 
 export async function render({ id, query, navigate, signal }) {
   if (id) return renderJob({ id, signal });
@@ -35,7 +51,7 @@ export async function render({ id, query, navigate, signal }) {
     h('p', {}, 'Upload files or a folder from ', h('a', { href: '#/documents' }, 'Documents'),
       '; each upload is a job you can follow here.'),
     filter,
-    page.items.length === 0 ? h('p', {}, 'No jobs.') : h('div', {},
+    page.items.length === 0 ? emptyList(status) : h('div', {},
       table('Jobs', ['Submitted', 'Status', 'Documents done', 'Failed', 'Chunks'], rows),
       pager({ offset, limit: PAGE, total: page.total, shown: page.items.length, noun: 'Jobs',
         go: (next) => navigate('jobs', { status, offset: next }) })),
@@ -103,9 +119,11 @@ async function renderJob({ id, signal }) {
         wait = Math.max(POLL_MS, (error.retryAfter ?? 0) * 1000);
       }
       show();
+      if (!ACTIVE.has(job.status)) announce(ended(job));
     }
   };
   show();
+  if (!ACTIVE.has(job.status)) update(ended(job)); // it ended before the page was drawn
   follow();
   return add(h('div', { class: 'page' }), [
     h('p', {}, h('a', { href: '#/jobs' }, '← Jobs')),

@@ -2,12 +2,12 @@
 // GET /api/rag/chunks/{id}/similar. Results are cards with the query's words highlighted.
 
 import { api } from '../api.js';
-import { add, field, fill, fixed, h, number, select, sourceLink, uid, userText } from '../dom.js';
+import { add, citationText, field, fill, fixed, h, number, select, sourceLink, uid, userText } from '../dom.js';
+import { formats, typeOptions } from '../formats.js';
 import { highlighted, termsOf } from '../highlight.js';
 import { busy, errorBox, heading } from '../ui.js';
 
 const MODES = [['vector', 'Vector'], ['keyword', 'Keyword'], ['hybrid', 'Hybrid']];
-const SOURCE_TYPES = [['text', 'Text'], ['markdown', 'Markdown'], ['html', 'HTML'], ['pdf', 'PDF']];
 const STYLES = [['numbered', 'Numbered'], ['inline', 'Inline'], ['compact', 'Compact']];
 
 function checkboxes(legend, name, options) {
@@ -66,7 +66,8 @@ function place(chunk) {
 }
 
 function similarPanel(chunk, panel) {
-  const minimum = h('input', { type: 'number', min: '0', max: '1', step: '0.05', value: '0.5' });
+  // 0: the nearest chunks whatever their similarity (each shows it); raise it to narrow them
+  const minimum = h('input', { type: 'number', min: '0', max: '1', step: '0.05', value: '0' });
   const scope = select({}, [['all', 'All collections'], ['current', 'Its collection'],
     ['shared', 'Its collection and "shared"']], 'all');
   const list = h('div', { 'aria-live': 'polite' });
@@ -76,7 +77,9 @@ function similarPanel(chunk, panel) {
     const found = await api('GET', `api/rag/chunks/${chunk.chunk_id}/similar`,
       { query: { top_k: 5, min_similarity: minimum.value || 0, search_scope: scope.value } });
     fill(list, found.similar.length === 0
-      ? h('p', {}, 'Nothing at or above that similarity.')
+      ? h('p', { class: 'empty' }, Number(minimum.value) > 0
+        ? 'Nothing at or above that similarity: lower the minimum, or choose “All collections”.'
+        : 'No other document has chunks in this scope: choose “All collections”, or upload more.')
       : h('ol', { class: 'similar-list' }, found.similar.map((item) => h('li', {},
         h('strong', {}, fixed(item.similarity)), ' ', userText(item.title, 'span', { class: 'title' }),
         item.section?.length ? [' · ', userText(item.section.join(' → '))] : null,
@@ -86,12 +89,30 @@ function similarPanel(chunk, panel) {
   refresh.addEventListener('click', load);
   fill(panel, h('h4', {}, 'More like this'),
     h('div', { class: 'inline-fields' },
-      field('Minimum similarity', minimum), field('Scope', scope), refresh),
+      field('Minimum similarity', minimum, '0–1; 0: the nearest, whatever their similarity'),
+      field('Scope', scope), refresh),
     errors, list);
   return load();
 }
 
-function card(chunk, rank, terms) {
+/** The score a hit has in its mode: vector, its similarity; keyword, its BM25 score;
+ * hybrid, the fused score, with the similarity when the chunk is at all near the query (the
+ * service floors it at 0, which would read as "unrelated"). */
+function scores(chunk, mode) {
+  const shown = [];
+  if (mode === 'vector') shown.push(['Similarity', fixed(chunk.similarity)]);
+  else if (mode === 'keyword') shown.push(['Keyword score (BM25)', fixed(chunk.score, 4)]);
+  else {
+    shown.push(['Hybrid score', fixed(chunk.score, 4)]);
+    if (chunk.similarity > 0) shown.push(['Similarity', fixed(chunk.similarity)]);
+  }
+  if (chunk.rerank_score !== null && chunk.rerank_score !== undefined) {
+    shown.push(['Rerank score', fixed(chunk.rerank_score, 4)]);
+  }
+  return shown;
+}
+
+function card(chunk, rank, terms, mode) {
   const titleId = uid('result');
   const panelId = uid('similar');
   const panel = h('section', { id: panelId, class: 'similar', hidden: true, 'aria-label': 'More like this' });
@@ -107,8 +128,7 @@ function card(chunk, rank, terms) {
     h('header', { class: 'card-head' },
       h('span', { class: 'rank' }, `#${rank}`),
       userText(chunk.title || 'Untitled', 'h3', { id: titleId })),
-    facts([['Score', fixed(chunk.score, 4)], ['Similarity', fixed(chunk.similarity)],
-      ...place(chunk), ['Source', sourceLink(chunk.source_url)]]),
+    facts([...scores(chunk, mode), ...place(chunk), ['Source', sourceLink(chunk.source_url)]]),
     h('p', { class: 'chunk-text', dir: 'auto' }, highlighted(chunk.content, terms)),
     h('div', { class: 'card-actions' }, more,
       h('a', { href: `#/documents/${chunk.document_id}` }, 'Open document')),
@@ -123,8 +143,12 @@ function showResults(region, reply, query) {
   fill(region, h('h2', { id: 'results-title' }, 'Results'),
     h('p', { class: 'summary' }, summary),
     reply.note ? h('p', { class: 'note' }, reply.note) : null,
-    h('ol', { class: 'cards', 'aria-labelledby': 'results-title' },
-      reply.chunks.map((chunk, i) => card(chunk, i + 1, terms))));
+    reply.chunks.length === 0
+      ? h('p', { class: 'empty' }, 'Nothing found. Try other words, the hybrid mode, a lower ',
+        'threshold or fewer filters; or upload documents in ', h('a', { href: '#/documents' },
+          'Documents'), '.')
+      : h('ol', { class: 'cards', 'aria-labelledby': 'results-title' },
+        reply.chunks.map((chunk, i) => card(chunk, i + 1, terms, reply.mode))));
 }
 
 function showContext(region, reply) {
@@ -139,15 +163,16 @@ function showContext(region, reply) {
       userText(reply.context)),
     copy,
     h('h3', {}, 'Citations'),
-    h('ol', { class: 'citations' }, reply.citations.map((citation) => h('li', {},
-      userText(citation.text, 'span', { class: 'citation-text' }),
-      citation.pages.length ? ` · pages ${citation.pages.join(', ')}` : '',
-      citation.source_url ? [' · ', sourceLink(citation.source_url)] : null,
-      ' · ', h('a', { href: `#/documents/${citation.document_id}` }, 'Open document')))));
+    h('ol', { class: 'citations' }, reply.citations.map((citation) => {
+      const text = citationText(citation.text);
+      return h('li', {}, text,
+        citation.source_url && !text.linked ? [' · ', sourceLink(citation.source_url)] : null,
+        ' · ', h('a', { href: `#/documents/${citation.document_id}` }, 'Open document'));
+    })));
 }
 
 export async function render({ signal }) {
-  const found = await api('GET', 'api/rag/collections', { signal });
+  const [found, known] = await Promise.all([api('GET', 'api/rag/collections', { signal }), formats()]);
   const controls = {
     query: h('input', { type: 'search', name: 'query', required: true, autocomplete: 'off' }),
     mode: select({ name: 'mode' }, MODES, 'vector'),
@@ -171,7 +196,7 @@ export async function render({ signal }) {
       field('Diversity', controls.diversity, '0–1; empty: off')),
     h('details', {}, h('summary', {}, 'Filters'),
       checkboxes('Collections', 'collection', found.items.map((c) => [c.name, c.name])),
-      checkboxes('Source types', 'source-type', SOURCE_TYPES),
+      checkboxes('Source types', 'source-type', typeOptions(known)),
       field('Metadata filter', controls.metadata,
         'JSON: {"key": value}, a list of values, or {"gte": 2025} for a range')),
     h('div', { class: 'inline-fields' },
@@ -197,5 +222,7 @@ export async function render({ signal }) {
       context.querySelector('h2')?.focus();
     });
   });
-  return add(h('div', { class: 'page' }), [heading('Search'), form, context, results]);
+  const empty = found.items.length === 0 ? h('p', { class: 'empty' }, 'No documents to search ',
+    'yet: upload some in ', h('a', { href: '#/documents' }, 'Documents'), ' first.') : null;
+  return add(h('div', { class: 'page' }), [heading('Search'), empty, form, context, results]);
 }

@@ -1,0 +1,119 @@
+"""Receipts: the signed record of what a collection sync or a deletion changed (docs/SYNC.md).
+
+A receipt's `body` is a JSON object (id, tenant, kind, collection, time, what was added,
+updated and deleted with content hashes and versions, and what the deletion removed: chunks,
+vectors, keyword postings, with the check that none is left). It is signed as a Standard
+Webhooks message would be (id = the receipt's id, timestamp = its time, payload = the body's
+bytes as stored and served), with RAG_WEBHOOK_SECRET; without a secret it is kept unsigned.
+A receipt is written in the transaction of the change it records, and never changed.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+from sqlalchemy import select
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from app.db.models import Receipt
+from app.db.tenancy import tenant_of
+from app.errors import NotFound
+from app.settings import Settings
+from app.webhooks.signing import signature
+
+KINDS = ("sync", "delete", "tenant_delete")
+
+
+@dataclass(frozen=True, slots=True)
+class SignedReceipt:
+    id: uuid.UUID
+    payload: bytes  # the body's JSON, as signed
+    timestamp: int
+    signature: str | None  # `v1,<base64>`; None without a webhook secret
+
+    @property
+    def body(self) -> dict[str, Any]:
+        parsed: dict[str, Any] = json.loads(self.payload)
+        return parsed
+
+    def headers(self) -> dict[str, str]:
+        """The Standard Webhooks headers a verifier takes with `payload`."""
+        if self.signature is None:
+            return {}
+        return {
+            "webhook-id": str(self.id),
+            "webhook-timestamp": str(self.timestamp),
+            "webhook-signature": self.signature,
+        }
+
+
+def _payload(body: dict[str, Any]) -> bytes:
+    return json.dumps(body, separators=(",", ":"), sort_keys=True).encode()
+
+
+async def record(
+    session: AsyncSession,
+    settings: Settings,
+    *,
+    kind: str,
+    collection: str | None,
+    changes: dict[str, Any],
+) -> SignedReceipt:
+    """Write the receipt of `changes` in the session's transaction (its tenant's)."""
+    assert kind in KINDS
+    receipt_id = uuid.uuid4()
+    now = datetime.now(UTC).replace(microsecond=0)
+    body = {
+        "receipt_id": str(receipt_id),
+        "tenant_id": tenant_of(session),
+        "kind": kind,
+        "collection": collection,
+        "created_at": now.isoformat().replace("+00:00", "Z"),
+        **changes,
+    }
+    signed = _sign(settings, receipt_id, int(now.timestamp()), _payload(body))
+    session.add(
+        Receipt(
+            tenant_id=body["tenant_id"],
+            id=receipt_id,
+            kind=kind,
+            collection=collection,
+            created_at=now,
+            body=body,
+            signature=signed.signature,
+        )
+    )
+    await session.flush()
+    return signed
+
+
+async def read(session: AsyncSession, receipt_id: uuid.UUID) -> SignedReceipt:
+    """The tenant's receipt, as signed; 404 when it has none of that id."""
+    receipt = await session.scalar(select(Receipt).where(Receipt.id == receipt_id))
+    if receipt is None:
+        raise NotFound(f"receipt {receipt_id} does not exist")
+    return SignedReceipt(
+        receipt.id,
+        _payload(receipt.body),
+        int(receipt.created_at.timestamp()),
+        receipt.signature,
+    )
+
+
+def _sign(
+    settings: Settings, receipt_id: uuid.UUID, timestamp: int, payload: bytes
+) -> SignedReceipt:
+    secret = settings.webhook_secret
+    mark = None
+    if secret is not None:
+        mark = signature(
+            secret.get_secret_value(),
+            message_id=str(receipt_id),
+            timestamp=timestamp,
+            body=payload,
+        )
+    return SignedReceipt(receipt_id, payload, timestamp, mark)
