@@ -6,6 +6,8 @@ import uuid
 from typing import Annotated
 
 from fastapi import APIRouter, Body, Depends, Query
+from fastapi.exceptions import RequestValidationError
+from pydantic import ValidationError
 
 from app.api import examples
 from app.api.deps import Consistency, ResourcesDep, SearchCaller
@@ -14,13 +16,18 @@ from app.api.similar_models import DedupeIn, DedupeOut, SimilarOut
 from app.auth import SCOPE_INGEST
 from app.errors import Forbidden, Unprocessable
 from app.inputs.similar import SimilarInput
-from app.inputs.vocabulary import DEFAULT_MIN_SIMILARITY, DEFAULT_SIMILAR_TOP_K, SearchScope
+from app.inputs.vocabulary import (
+    DEFAULT_MIN_SIMILARITY,
+    DEFAULT_SIMILAR_TOP_K,
+    MAX_SIMILAR_TOP_K,
+    SearchScope,
+)
 from app.operations import similar as operations
 from app.storable import unstorable_reason
 
 router = APIRouter(prefix="/api/rag", tags=["similar"], responses=GATED)
 
-TopK = Annotated[int, Query(ge=1, le=100)]
+TopK = Annotated[int, Query(ge=1, le=MAX_SIMILAR_TOP_K)]
 MinSimilarity = Annotated[float, Query(ge=0.0, le=1.0)]
 CollectionsParam = Annotated[
     str | None,
@@ -38,14 +45,20 @@ async def similar_input(
     search_scope: SearchScope = SearchScope.CURRENT,
     collections: CollectionsParam = None,
 ) -> SimilarInput:
-    """The query parameters both similar routes take."""
-    return SimilarInput(
-        top_k=top_k,
-        min_similarity=min_similarity,
-        exclude_same_document=exclude_same_document,
-        scope=search_scope,
-        collections=_collections(collections),
-    )
+    """The query parameters both similar routes take, checked by the input every door
+    builds (app/inputs/similar.py): a refusal is the usual 422 naming the parameter."""
+    try:
+        return SimilarInput(
+            top_k=top_k,
+            min_similarity=min_similarity,
+            exclude_same_document=exclude_same_document,
+            scope=search_scope,
+            collections=_collections(collections),
+        )
+    except ValidationError as error:
+        raise RequestValidationError(
+            [{**e, "loc": ("query", *e["loc"])} for e in error.errors()]
+        ) from None
 
 
 AskedSimilar = Annotated[SimilarInput, Depends(similar_input)]

@@ -13,39 +13,29 @@ import typer
 
 from app.cli.options import (
     CollectionOption,
-    Fusion,
-    Mode,
-    Style,
+    Collections,
+    Diversity,
+    EfSearch,
+    FusionOption,
+    MaxResults,
+    MaxTokens,
+    ModeOption,
+    Neighbors,
+    Query,
+    Rerank,
+    StyleOption,
     TenantOption,
+    Threshold,
     TokenOption,
     UrlOption,
+    VectorWeight,
     fail,
     remote,
     required_tenant,
 )
-from app.inputs.vocabulary import MAX_RESULTS
+from app.inputs.vocabulary import CitationStyle, SearchMode
 
 Paths = Annotated[list[Path], typer.Argument(help="Files and folders (recursive).", exists=True)]
-Query = Annotated[str, typer.Argument(help="What to look for.")]
-ModeOption = Annotated[Mode, typer.Option(help="vector, keyword or hybrid.")]
-MaxResults = Annotated[int, typer.Option(min=1, max=MAX_RESULTS)]
-Threshold = Annotated[float | None, typer.Option(min=0.1, max=1.0)]
-Collections = Annotated[list[str] | None, typer.Option("--collection", help="Only these.")]
-EfSearch = Annotated[
-    int | None,
-    typer.Option(min=1, max=1000, help="HNSW ef_search (default: by the size of the index)."),
-]
-FusionOption = Annotated[
-    Fusion | None, typer.Option(help="Hybrid mode: weighted (default) or rrf.", show_default=False)
-]
-VectorWeight = Annotated[
-    float | None,
-    typer.Option(min=0.0, max=1.0, help="Weighted fusion: the vector side's share (default 0.6)."),
-]
-Diversity = Annotated[
-    float | None,
-    typer.Option(min=0.0, max=1.0, help="0 keeps the ranking; towards 1 prefers varied chunks."),
-]
 AccessOption = Annotated[
     list[str] | None,
     typer.Option(
@@ -145,55 +135,40 @@ def ingest(
 def search(
     query: Query,
     tenant: TenantOption = None,
-    mode: ModeOption = Mode.VECTOR,
-    max_results: MaxResults = 5,
+    mode: ModeOption = SearchMode.VECTOR,
+    max_results: MaxResults = None,
     threshold: Threshold = None,
     collection: Collections = None,
     ef_search: EfSearch = None,
     fusion: FusionOption = None,
     vector_weight: VectorWeight = None,
     diversity: Diversity = None,
+    rerank: Rerank = None,
     url: UrlOption = None,
     token: TokenOption = None,
 ) -> None:
     """Search a tenant's documents and print the best chunks as a table."""
     from rich.console import Console
 
+    from app.cli import backend
     from app.cli.views import results_table
+    from app.inputs.search import SearchInput
 
-    query = _non_empty(query)
-    if target := remote(url, token, tenant):
-        from app.cli.remote import connect
-
-        with connect(target) as rag:
-            result = rag.search(
-                query,
-                mode=mode.value,
-                max_results=max_results,
-                threshold=threshold,
-                collections=collection or None,
-                ef_search=ef_search,
-                fusion=fusion.value if fusion else None,
-                vector_weight=vector_weight,
-                diversity=diversity,
-            )
-    else:
-        who = required_tenant(tenant)  # before the import: a missing --tenant fails at once
-        from app.cli import local
-
-        result = local.search(
-            who,
-            query=query,
-            mode=mode.value,
-            max_results=max_results,
-            threshold=threshold,
-            collections=collection or None,
-            ef_search=ef_search,
-            fusion=fusion.value if fusion else None,
-            vector_weight=vector_weight,
-            diversity=diversity,
-        )
-    Console().print(results_table(result, query=query))
+    question = backend.asked(
+        SearchInput,
+        query=query,
+        mode=mode,
+        max_results=max_results,
+        threshold=threshold,
+        collections=collection or None,
+        ef_search=ef_search,
+        fusion=fusion,
+        vector_weight=vector_weight,
+        diversity=diversity,
+        rerank=rerank,
+    )
+    result = backend.run(url, token, tenant, lambda answers: answers.search(question))
+    Console().print(results_table(result, query=question.query))
     if result.note:
         Console(stderr=True).print(f"note: {result.note}")
 
@@ -201,21 +176,18 @@ def search(
 def context(
     query: Query,
     tenant: TenantOption = None,
-    style: Annotated[Style, typer.Option(help="numbered, inline or compact.")] = Style.NUMBERED,
-    max_tokens: Annotated[
-        int | None, typer.Option(min=1, help="The context's token budget (default: the service's).")
-    ] = None,
-    mode: ModeOption = Mode.VECTOR,
-    max_results: MaxResults = 5,
+    style: StyleOption = CitationStyle.NUMBERED,
+    max_tokens: MaxTokens = None,
+    mode: ModeOption = SearchMode.VECTOR,
+    max_results: MaxResults = None,
     threshold: Threshold = None,
     collection: Collections = None,
-    neighbors: Annotated[
-        int, typer.Option(min=0, max=3, help="Chunks before and after each hit to add (0-3).")
-    ] = 0,
+    neighbors: Neighbors = None,
     ef_search: EfSearch = None,
     fusion: FusionOption = None,
     vector_weight: VectorWeight = None,
     diversity: Diversity = None,
+    rerank: Rerank = None,
     url: UrlOption = None,
     token: TokenOption = None,
 ) -> None:
@@ -223,46 +195,27 @@ def context(
     citations table to stderr."""
     from rich.console import Console
 
+    from app.cli import backend
     from app.cli.views import citations_table
+    from app.inputs.search import ContextInput
 
-    query = _non_empty(query)
-    if target := remote(url, token, tenant):
-        from app.cli.remote import connect
-
-        with connect(target) as rag:
-            result = rag.context(
-                query,
-                style=style.value,
-                max_tokens=max_tokens,
-                mode=mode.value,
-                max_results=max_results,
-                threshold=threshold,
-                collections=collection or None,
-                neighbors=neighbors or None,
-                ef_search=ef_search,
-                fusion=fusion.value if fusion else None,
-                vector_weight=vector_weight,
-                diversity=diversity,
-            )
-    else:
-        who = required_tenant(tenant)  # before the import: a missing --tenant fails at once
-        from app.cli import local
-
-        result = local.context(
-            who,
-            query=query,
-            style=style.value,
-            max_tokens=max_tokens,
-            mode=mode.value,
-            max_results=max_results,
-            threshold=threshold,
-            collections=collection or None,
-            neighbors=neighbors or None,
-            ef_search=ef_search,
-            fusion=fusion.value if fusion else None,
-            vector_weight=vector_weight,
-            diversity=diversity,
-        )
+    question = backend.asked(
+        ContextInput,
+        query=query,
+        style=style,
+        max_tokens=max_tokens,
+        mode=mode,
+        max_results=max_results,
+        threshold=threshold,
+        collections=collection or None,
+        neighbors=neighbors,
+        ef_search=ef_search,
+        fusion=fusion,
+        vector_weight=vector_weight,
+        diversity=diversity,
+        rerank=rerank,
+    )
+    result = backend.run(url, token, tenant, lambda answers: answers.context(question))
     typer.echo(result.context)
     Console(stderr=True).print(citations_table(result))
 
@@ -279,9 +232,3 @@ def reindex(
     errors = Console(stderr=True)
     done = local.reindex(batch_size=batch_size, tenants=tenant or None, console=errors)
     errors.print(f"re-embedded {done} chunks")
-
-
-def _non_empty(query: str) -> str:
-    if not query.strip():
-        fail("the query is empty")
-    return query.strip()

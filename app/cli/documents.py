@@ -10,8 +10,12 @@ import typer
 
 from app.cli.options import (
     CollectionOption,
+    Collections,
+    MinSimilarity,
+    Scope,
     TenantOption,
     TokenOption,
+    TopK,
     UrlOption,
     remote,
     required_tenant,
@@ -99,11 +103,10 @@ def delete(
 def similar(
     item_id: Annotated[uuid.UUID, typer.Argument(metavar="ID", help="A document (or chunk) id.")],
     chunk: Annotated[bool, typer.Option("--chunk", help="ID is a chunk, not a document.")] = False,
-    top_k: Annotated[int | None, typer.Option(min=1, help="At most this many.")] = None,
-    min_similarity: Annotated[float | None, typer.Option(min=0.0, max=1.0)] = None,
-    scope: Annotated[
-        str | None, typer.Option(help="current, shared or all (the service's default).")
-    ] = None,
+    top_k: TopK = None,
+    min_similarity: MinSimilarity = None,
+    scope: Scope = None,
+    collection: Collections = None,
     include_same_document: Annotated[
         bool, typer.Option(help="Also chunks of the same document (with --chunk).")
     ] = False,
@@ -111,42 +114,34 @@ def similar(
     url: UrlOption = None,
     token: TokenOption = None,
 ) -> None:
-    """Items like a given document or chunk (in process, or with --url over HTTP)."""
+    """Items like a given document or chunk (in process, or with --url over HTTP); with
+    --collection, in these collections (instead of --scope)."""
     from rich.console import Console
 
+    from app.cli import backend
     from app.cli.views import similar_table
+    from app.inputs.similar import SimilarInput
 
-    if target := remote(url, token, tenant):
-        from app.cli.remote import connect
-
-        with connect(target) as rag:
-            ask = rag.similar_to_chunk if chunk else rag.similar_to_document
-            result = ask(
-                item_id,
-                top_k=top_k,
-                min_similarity=min_similarity,
-                search_scope=scope,
-                exclude_same_document=not include_same_document if chunk else None,
-            )
-    else:
-        who = required_tenant(tenant)  # before the import: a missing --tenant fails at once
-        from app.cli import local
-
-        result = local.similar(
-            item_id,
-            tenant=who,
-            chunk=chunk,
-            top_k=top_k,
-            min_similarity=min_similarity,
-            scope=scope,
-            exclude_same_document=not include_same_document,
-        )
+    question = backend.asked(
+        SimilarInput,
+        top_k=top_k,
+        min_similarity=min_similarity,
+        scope=scope,
+        collections=collection or None,
+        exclude_same_document=not include_same_document,
+    )
+    result = backend.run(
+        url, token, tenant, lambda answers: answers.similar(item_id, question, chunk=chunk)
+    )
     Console().print(similar_table(result.similar, of=str(item_id)))
 
 
 def dedupe(
     threshold: Annotated[
-        float | None, typer.Option(min=0.0, max=1.0, help="Similarity at which documents match.")
+        float | None,
+        typer.Option(
+            help="Similarity (0-1) at which documents match (default 0.95).", show_default=False
+        ),
     ] = None,
     apply: Annotated[
         bool, typer.Option("--apply", help="Merge the duplicates (default: only show them).")
@@ -166,27 +161,16 @@ def dedupe(
     """Near-duplicate documents: a preview, or merged with --apply (in process, or --url)."""
     from rich.console import Console
 
+    from app.cli import backend
     from app.cli.views import dedupe_table
+    from app.inputs.similar import DedupeInput
 
-    if target := remote(url, token, tenant):
-        from app.cli.remote import connect
-
-        with connect(target) as rag:
-            result = rag.dedupe(
-                similarity_threshold=threshold,
-                dry_run=not apply,
-                merge_strategy=merge_strategy,
-                collections=collection or None,
-            )
-    else:
-        who = required_tenant(tenant)  # before the import: a missing --tenant fails at once
-        from app.cli import local
-
-        result = local.dedupe(
-            tenant=who,
-            threshold=threshold,
-            dry_run=not apply,
-            merge_strategy=merge_strategy,
-            collections=collection or None,
-        )
+    question = backend.asked(
+        DedupeInput,
+        similarity_threshold=threshold,
+        dry_run=not apply,
+        merge_strategy=merge_strategy,
+        collections=collection or None,
+    )
+    result = backend.run(url, token, tenant, lambda answers: answers.dedupe(question))
     Console().print(dedupe_table(result))

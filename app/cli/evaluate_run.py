@@ -1,33 +1,40 @@
-"""What `rag eval` runs (app/cli/evaluate.py is the command: imported only when it runs)."""
+"""What `rag eval` runs (app/cli/evaluate.py is the command: imported only when it runs).
+
+Every search is the one `rag search` asks (a SearchInput through app/cli/backend.py): the
+search operation in this process, or POST /api/rag/search through the Python client with
+`--url`, with the same options and defaults, so both ways score alike on the same data.
+"""
 
 from __future__ import annotations
 
-import asyncio
 import dataclasses
 import json
 from pathlib import Path
 from typing import Any
 
-import httpx
 import typer
 from rich.console import Console
 from rich.table import Table
 
-from app.cli.database import database_settings
-from app.cli.services import Services, open_services
-from app.cli.settings import load_settings
+from app.cli import backend
+from app.cli.backend import Backend
 from app.errors import AppError
 from app.evaluation import BeirSet, EvalSetting, Scores, default_settings, evaluate, read_beir
 from app.evaluation.beir import BeirDoc
-from app.ingest.documents import ingest_documents
-from app.ingest.inputs import DocumentInput
-from app.ingest.parsing import SourceType
-from app.retrieval import SearchFilters, search_request
-from app.retrieval import search as run_search
-from app.settings import Settings
+from app.inputs.search import SearchInput
 
 errors = Console(stderr=True)
 BATCH = 100
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Asked:
+    """What each search asks besides its query and setting."""
+
+    top_k: int
+    threshold: float
+    rerank: bool | None
+    collection: str | None  # the scratch collection the corpus went to, or every one
 
 
 def run(
@@ -41,12 +48,11 @@ def run(
     collection: str | None,
     top_k: int,
     weights: str,
+    threshold: float,
+    rerank: bool | None,
     output: Path,
 ) -> None:
     """Measure retrieval quality per mode and fusion setting; print a table, write JSON."""
-    if (url is None) == (tenant is None):
-        errors.print("[red]error:[/red] give --tenant (local database) or --url and --token")
-        raise typer.Exit(2)
     try:
         data = read_beir(folder, split=split, limit=limit)
         chosen = default_settings([float(w) for w in weights.split(",") if w.strip()])
@@ -54,15 +60,10 @@ def run(
         errors.print(f"[red]error:[/red] {getattr(error, 'detail', error)}")
         raise typer.Exit(2) from None
     scratch = (collection or f"eval-{folder.resolve().name}")[:128] if data.corpus else None
-    if url is not None:
-        if token is None:
-            errors.print("[red]error:[/red] --url needs --token")
-            raise typer.Exit(2)
-        scores = asyncio.run(_over_http(url, token, data, chosen, scratch, top_k))
-    else:
-        assert tenant is not None
-        with database_settings(load_settings()) as settings:
-            scores = asyncio.run(_local(settings, tenant, data, chosen, scratch, top_k))
+    # checked before anything is opened: a bad option is refused as `rag search` refuses it
+    asked = Asked(top_k=top_k, threshold=threshold, rerank=rerank, collection=scratch)
+    search_input(asked, "query", chosen[0])
+    scores = backend.run(url, token, tenant, lambda answers: measure(answers, data, chosen, asked))
     table = Table(title=f"{folder.name}: {len(data.queries)} queries ({split}), top_k {top_k}")
     for name in ("setting", "nDCG@10", "recall@10", "MRR@10"):
         table.add_column(name, justify="left" if name == "setting" else "right")
@@ -74,6 +75,8 @@ def run(
         "split": split,
         "queries": len(data.queries),
         "top_k": top_k,
+        "threshold": threshold,
+        "rerank": rerank,
         "collection": scratch,
         "scores": {name: dataclasses.asdict(s) for name, s in scores.items()},
     }
@@ -81,110 +84,46 @@ def run(
     errors.print(f"written: {output}")
 
 
-def _input(doc: BeirDoc, collection: str) -> DocumentInput:
-    return DocumentInput(
+def search_input(asked: Asked, query: str, setting: EvalSetting) -> SearchInput:
+    """The search of `query` for `setting`, as `rag search` would ask it."""
+    return backend.asked(
+        SearchInput,
+        query=query,
+        mode=setting.mode,
+        max_results=asked.top_k,
+        threshold=asked.threshold,
+        collections=[asked.collection] if asked.collection else None,
+        fusion=setting.fusion,
+        vector_weight=setting.vector_weight,
+        rerank=asked.rerank,
+    )
+
+
+async def measure(
+    answers: Backend, data: BeirSet, chosen: list[EvalSetting], asked: Asked
+) -> dict[str, Scores]:
+    """The corpus ingested into the scratch collection (when the folder has one), then every
+    judged query searched for each setting, and the rankings scored."""
+    if data.corpus and asked.collection:
+        for start in range(0, len(data.corpus), BATCH):
+            batch = data.corpus[start : start + BATCH]
+            failed = await answers.ingest_texts([_document(d, asked.collection) for d in batch])
+            if failed:
+                errors.print(f"[red]error:[/red] {'; '.join(failed)}")
+                raise typer.Exit(2)
+            errors.print(f"ingested {min(start + BATCH, len(data.corpus))}/{len(data.corpus)}")
+
+    async def searcher(query: str, setting: EvalSetting) -> list[str]:
+        result = await answers.search(search_input(asked, query, setting))
+        return [chunk.external_id for chunk in result.chunks]
+
+    return await evaluate(searcher, data.queries, data.qrels, chosen)
+
+
+def _document(doc: BeirDoc, collection: str) -> backend.TextDocument:
+    return backend.TextDocument(
         content=f"{doc.title}\n\n{doc.text}" if doc.title else doc.text,
-        source_type=SourceType.TEXT,
         title=doc.title or None,
         external_id=doc.doc_id,
         collection=collection,
     )
-
-
-async def _local(
-    settings: Settings,
-    tenant: str,
-    data: BeirSet,
-    chosen: list[EvalSetting],
-    scratch: str | None,
-    top_k: int,
-) -> dict[str, Scores]:
-    try:
-        async with open_services(settings, tenant_id=tenant) as services:
-            if data.corpus and scratch:
-                await _ingest_local(services, tenant, data.corpus, scratch)
-
-            async def searcher(query: str, setting: EvalSetting) -> list[str]:
-                request = search_request(
-                    settings,
-                    services.embedder.model_id,
-                    query=query,
-                    mode=setting.mode,
-                    top_k=top_k,
-                    filters=SearchFilters(collections=[scratch] if scratch else None),
-                    fusion=setting.fusion,
-                    vector_weight=setting.vector_weight,
-                )
-                request = dataclasses.replace(request, threshold=None)
-                outcome = await run_search(
-                    services.sessions, services.embedder, tenant_id=tenant, request=request
-                )
-                return [hit.external_id for hit in outcome.hits]
-
-            return await evaluate(searcher, data.queries, data.qrels, chosen)
-    except AppError as error:
-        errors.print(f"[red]error:[/red] {error.detail}")
-        raise typer.Exit(2) from None
-
-
-async def _ingest_local(
-    services: Services, tenant: str, corpus: list[BeirDoc], collection: str
-) -> None:
-    for start in range(0, len(corpus), BATCH):
-        await ingest_documents(
-            services.sessions,
-            services.embedder,
-            chunker=services.chunker,
-            tenant_id=tenant,
-            documents=[_input(d, collection) for d in corpus[start : start + BATCH]],
-        )
-        errors.print(f"ingested {min(start + BATCH, len(corpus))}/{len(corpus)}")
-
-
-async def _over_http(
-    url: str,
-    token: str,
-    data: BeirSet,
-    chosen: list[EvalSetting],
-    scratch: str | None,
-    top_k: int,
-) -> dict[str, Scores]:
-    headers = {"Authorization": f"Bearer {token}"}
-    async with httpx.AsyncClient(base_url=url, headers=headers, timeout=300) as http:
-        if data.corpus and scratch:
-            for start in range(0, len(data.corpus), BATCH):
-                documents = [
-                    {
-                        "title": d.title or None,
-                        "content": f"{d.title}\n\n{d.text}" if d.title else d.text,
-                        "external_id": d.doc_id,
-                        "collection": scratch,
-                    }
-                    for d in data.corpus[start : start + BATCH]
-                ]
-                reply = await http.post("/api/rag/documents/batch", json={"documents": documents})
-                _check(reply)
-
-        async def searcher(query: str, setting: EvalSetting) -> list[str]:
-            body: dict[str, Any] = {
-                "query": query,
-                "mode": setting.mode.value,
-                "max_results": top_k,
-                "threshold": 0.1,  # the API's lowest
-                "fusion": setting.fusion.value if setting.fusion else None,
-                "vector_weight": setting.vector_weight,
-            }
-            if scratch:
-                body["collections"] = [scratch]
-            reply = await http.post("/api/rag/search", json=body)
-            _check(reply)
-            return [chunk["external_id"] for chunk in reply.json()["chunks"]]
-
-        return await evaluate(searcher, data.queries, data.qrels, chosen)
-
-
-def _check(reply: httpx.Response) -> None:
-    if reply.status_code >= 400:
-        detail = reply.json().get("detail", reply.text) if reply.content else reply.status_code
-        errors.print(f"[red]error:[/red] {reply.request.url.path}: {detail}")
-        raise typer.Exit(2)

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import asyncio
 import uuid
-from collections.abc import Awaitable, Callable, Coroutine
-from enum import StrEnum
+from collections.abc import Awaitable, Callable, Coroutine, Sequence
+from dataclasses import dataclass
 from typing import TypeVar
 
 import rag_client
@@ -26,6 +26,7 @@ from app.api.search_models import SearchOut
 from app.api.similar_models import DedupeOut, SimilarOut
 from app.api.sync import SyncOut
 from app.auth import TokenVerifier
+from app.cli.backend import TextDocument
 from app.cli.database import database_settings
 from app.cli.files import SourceFile
 from app.cli.ingest import ingest_files
@@ -37,12 +38,14 @@ from app.db.engine import create_engine, create_sessionmaker
 from app.db.tenancy import SessionMaker, reading_as
 from app.errors import AppError
 from app.ingest import reindex as reindexing
+from app.ingest.documents import ingest_documents
 from app.ingest.entries import Reference
+from app.ingest.inputs import DocumentInput
+from app.ingest.parsing import SourceType
 from app.ingest.store import DEFAULT_COLLECTION
 from app.inputs.search import ContextInput, SearchInput
 from app.inputs.similar import DedupeInput, SimilarInput
 from app.inputs.sync import SyncInput
-from app.inputs.vocabulary import MergeStrategy, SearchScope
 from app.operations import documents as documents_operations
 from app.operations import search as search_operations
 from app.operations import similar as similar_operations
@@ -111,19 +114,6 @@ async def _on_catalog(
         await engine.dispose()
 
 
-E = TypeVar("E", bound=StrEnum)
-
-
-def _choice(kind: type[E], value: str | None, option: str) -> E | None:
-    """`value` as one of `kind`'s members, or a one-line error naming the choices."""
-    if value is None:
-        return None
-    try:
-        return kind(value)
-    except ValueError:
-        fail(f"{option}: {value!r} is not one of {', '.join(m.value for m in kind)}")
-
-
 def _as(model: type[M], reply: BaseModel) -> M:
     return model.model_validate(reply.model_dump(mode="json"))
 
@@ -145,32 +135,71 @@ def ingest(
     return _run(tenant, work)
 
 
-def search(tenant: str, **fields: object) -> rag_client.SearchResult:
-    return _serve(tenant, lambda resources: search_on(resources, tenant, **fields))
+@dataclass(frozen=True, slots=True)
+class InProcess:
+    """The data commands' questions on the service's resources in this process (app/cli/
+    backend.py): the HTTP routes' operations and reply models."""
+
+    resources: Resources
+    tenant: str
+
+    async def search(self, asked: SearchInput) -> rag_client.SearchResult:
+        return await search_on(self.resources, self.tenant, asked)
+
+    async def context(self, asked: ContextInput) -> rag_client.ContextResult:
+        return await context_on(self.resources, self.tenant, asked)
+
+    async def similar(
+        self, item_id: uuid.UUID, asked: SimilarInput, *, chunk: bool
+    ) -> rag_client.SimilarResult:
+        return await similar_on(self.resources, self.tenant, item_id, asked, chunk)
+
+    async def dedupe(self, asked: DedupeInput) -> rag_client.DedupeResult:
+        return await dedupe_on(self.resources, self.tenant, asked)
+
+    async def ingest_texts(self, documents: Sequence[TextDocument]) -> list[str]:
+        outcomes = await ingest_documents(
+            self.resources.sessions,
+            self.resources.embedder,
+            chunker=self.resources.chunker,
+            tenant_id=self.tenant,
+            documents=[
+                DocumentInput(
+                    content=d.content,
+                    source_type=SourceType.TEXT,
+                    title=d.title,
+                    external_id=d.external_id,
+                    collection=d.collection,
+                )
+                for d in documents
+            ],
+            parser=self.resources.parser,
+        )
+        return [
+            f"{document.external_id}: {outcome.detail}"
+            for document, outcome in zip(documents, outcomes, strict=True)
+            if isinstance(outcome, AppError)
+        ]
 
 
-async def search_on(resources: Resources, tenant: str, **fields: object) -> rag_client.SearchResult:
-    asked = SearchInput.model_validate(_given(fields))
+def run(tenant: str, work: Callable[[InProcess], Awaitable[T]]) -> T:
+    """`work` on the tenant's data in this process (app/cli/backend.py)."""
+    return _serve(tenant, lambda resources: work(InProcess(resources, tenant)))
+
+
+async def search_on(
+    resources: Resources, tenant: str, asked: SearchInput
+) -> rag_client.SearchResult:
     request, outcome = await search_operations.search(resources, tenant, asked)
     reply = SearchOut.of(outcome, mode=request.mode, threshold=request.threshold)
     return _as(rag_client.SearchResult, reply)
 
 
-def context(tenant: str, **fields: object) -> rag_client.ContextResult:
-    return _serve(tenant, lambda resources: context_on(resources, tenant, **fields))
-
-
 async def context_on(
-    resources: Resources, tenant: str, **fields: object
+    resources: Resources, tenant: str, asked: ContextInput
 ) -> rag_client.ContextResult:
-    asked = ContextInput.model_validate(_given(fields))
     outcome = await search_operations.context(resources, tenant, asked)
     return _as(rag_client.ContextResult, ContextOut.of(outcome))
-
-
-def _given(fields: dict[str, object]) -> dict[str, object]:
-    """The options given: one left out takes the default every door has."""
-    return {name: value for name, value in fields.items() if value is not None}
 
 
 def list_documents(
@@ -244,72 +273,20 @@ def sync(
     return _serve(tenant, work)
 
 
-def similar(
-    item_id: uuid.UUID,
-    *,
-    tenant: str,
-    chunk: bool,
-    top_k: int | None,
-    min_similarity: float | None,
-    scope: str | None,
-    exclude_same_document: bool,
-) -> rag_client.SimilarResult:
-    """What GET /api/rag/{chunks|documents}/{id}/similar answers."""
-    asked = similar_input(
-        top_k=top_k,
-        min_similarity=min_similarity,
-        scope=scope,
-        exclude_same_document=exclude_same_document,
-    )
-    return _serve(tenant, lambda resources: similar_on(resources, tenant, item_id, asked, chunk))
-
-
-def similar_input(
-    *,
-    top_k: int | None,
-    min_similarity: float | None,
-    scope: str | None,
-    exclude_same_document: bool,
-) -> SimilarInput:
-    """The options given, the defaults every door has for the rest."""
-    defaults = SimilarInput()
-    return SimilarInput(
-        top_k=top_k or defaults.top_k,
-        min_similarity=defaults.min_similarity if min_similarity is None else min_similarity,
-        exclude_same_document=exclude_same_document,
-        scope=_choice(SearchScope, scope, "--scope") or defaults.scope,
-    )
-
-
 async def similar_on(
     resources: Resources, tenant: str, item_id: uuid.UUID, asked: SimilarInput, chunk: bool
 ) -> rag_client.SimilarResult:
+    """What GET /api/rag/{chunks|documents}/{id}/similar answers."""
     outcome = await similar_operations.similar(
         resources, tenant, item_id, asked, kind="chunk" if chunk else "document"
     )
     return _as(rag_client.SimilarResult, SimilarOut.of(outcome))
 
 
-def dedupe(
-    *,
-    tenant: str,
-    threshold: float | None,
-    dry_run: bool,
-    merge_strategy: str | None,
-    collections: list[str] | None,
+async def dedupe_on(
+    resources: Resources, tenant: str, asked: DedupeInput
 ) -> rag_client.DedupeResult:
-    """What POST /api/rag/dedupe answers, on the local database."""
-    fields = {
-        "similarity_threshold": threshold,
-        "dry_run": dry_run,
-        "merge_strategy": _choice(MergeStrategy, merge_strategy, "--merge-strategy"),
-        "collections": collections,
-    }
-    return _serve(tenant, lambda resources: dedupe_on(resources, tenant, **fields))
-
-
-async def dedupe_on(resources: Resources, tenant: str, **fields: object) -> rag_client.DedupeResult:
-    asked = DedupeInput.model_validate(_given(fields))
+    """What POST /api/rag/dedupe answers."""
     outcome = await similar_operations.dedupe(resources, tenant, asked)
     return _as(rag_client.DedupeResult, DedupeOut.of(outcome))
 

@@ -4,11 +4,16 @@ to batch them, app/cli/sending.py)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+import asyncio
+import uuid
+from collections.abc import Awaitable, Callable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import replace
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Any, TypeVar
 
+import rag_client
 from rag_client import (
+    AsyncRagClient,
     DocumentReference,
     Forbidden,
     Job,
@@ -36,14 +41,21 @@ from app.cli.sending import Outgoing, outgoing, requests
 from app.cli.views import Summary
 from app.ingest.entries import Reference
 
+if TYPE_CHECKING:
+    from pydantic import BaseModel
+
+    from app.cli.backend import TextDocument
+    from app.inputs.search import ContextInput, SearchInput
+    from app.inputs.similar import DedupeInput, SimilarInput
+
+T = TypeVar("T")
+
 RETRY = Retry(attempts=4, max_wait=60)  # 429/503: wait as the service asks, a few times
 TOKEN_HINT = "pass --token or set RAG_TOKEN (`rag token --tenant T` on the server prints one)"
 
 
-@contextmanager
-def connect(target: Remote, *, console: Console | None = None) -> Iterator[RagClient]:
-    """A client for `target`; any error the service replies becomes one line and exit 2.
-    Each wait on a 429 or 503 is said on `console` (stderr by default)."""
+def _retry(console: Console | None) -> Retry:
+    """Each wait on a 429 or 503 said on `console` (stderr by default)."""
     said = console or Console(stderr=True)
 
     def announce(error: ProblemError, seconds: float) -> None:
@@ -51,16 +63,102 @@ def connect(target: Remote, *, console: Console | None = None) -> Iterator[RagCl
         line = f"{why} ({error.status}: {error.detail}): waiting {seconds:g} s before trying again"
         said.print(line, markup=False, highlight=False)
 
-    retry = replace(RETRY, on_wait=announce)
+    return replace(RETRY, on_wait=announce)
+
+
+@contextmanager
+def _refusals(target: Remote) -> Iterator[None]:
+    """Any error the service replies becomes one line and exit 2."""
     try:
-        with RagClient(target.url, target.token, tenant=target.tenant, retries=retry) as rag:
-            yield rag
+        yield
     except Unauthorized as error:
         fail(f"{error.detail}; {TOKEN_HINT}" if not target.token else error.detail)
     except ProblemError as error:
         fail(error.detail)
     except RagError as error:
         fail(f"{error} ({target.url})")
+
+
+@contextmanager
+def connect(target: Remote, *, console: Console | None = None) -> Iterator[RagClient]:
+    """A client for `target`; any error the service replies becomes one line and exit 2.
+    Each wait on a 429 or 503 is said on `console` (stderr by default)."""
+    retry = _retry(console)
+    with (
+        _refusals(target),
+        RagClient(target.url, target.token, tenant=target.tenant, retries=retry) as rag,
+    ):
+        yield rag
+
+
+@dataclass(frozen=True, slots=True)
+class OverHttp:
+    """The data commands' questions asked of a running service (app/cli/backend.py): the
+    input's fields given, and only those, are sent; the service applies its defaults."""
+
+    rag: AsyncRagClient
+
+    async def search(self, asked: SearchInput) -> rag_client.SearchResult:
+        return await self.rag.search(asked.query, **_sent(asked, "query"))
+
+    async def context(self, asked: ContextInput) -> rag_client.ContextResult:
+        return await self.rag.context(asked.query, **_sent(asked, "query"))
+
+    async def similar(
+        self, item_id: uuid.UUID, asked: SimilarInput, *, chunk: bool
+    ) -> rag_client.SimilarResult:
+        ask = self.rag.similar_to_chunk if chunk else self.rag.similar_to_document
+        return await ask(
+            item_id,
+            top_k=asked.top_k,
+            min_similarity=asked.min_similarity,
+            search_scope=asked.scope.value,
+            exclude_same_document=asked.exclude_same_document if chunk else None,
+            collections=asked.collections,
+        )
+
+    async def dedupe(self, asked: DedupeInput) -> rag_client.DedupeResult:
+        return await self.rag.dedupe(**_sent(asked))
+
+    async def ingest_texts(self, documents: Sequence[TextDocument]) -> list[str]:
+        reply = await self.rag.ingest_batch(
+            [
+                rag_client.NewDocument(
+                    content=d.content,
+                    title=d.title,
+                    external_id=d.external_id,
+                    collection=d.collection,
+                    source_type=rag_client.SourceType.TEXT,
+                )
+                for d in documents
+            ]
+        )
+        return [
+            f"{documents[item.index].external_id}: {item.error or item.status}"
+            for item in reply.results
+            if item.result is None
+        ]
+
+
+def _sent(asked: BaseModel, *left_out: str) -> dict[str, Any]:
+    fields: dict[str, Any] = asked.model_dump(
+        mode="json", by_alias=True, exclude_unset=True, exclude=set(left_out)
+    )
+    return fields
+
+
+def run(target: Remote, work: Callable[[OverHttp], Awaitable[T]]) -> T:
+    """`work` against the service `target` names (app/cli/backend.py)."""
+
+    async def opened() -> T:
+        retry = _retry(None)
+        async with AsyncRagClient(
+            target.url, target.token, tenant=target.tenant, retries=retry
+        ) as rag:
+            return await work(OverHttp(rag))
+
+    with _refusals(target):
+        return asyncio.run(opened())
 
 
 def ingest(

@@ -2,7 +2,7 @@
 mode and fusion setting, and score the document rankings.
 
 A document ranks where its best chunk ranks, so each search asks for `top_k` chunks (default
-20, the API's maximum) and keeps the first 10 distinct documents; the documents are named by
+20) and keeps the first 10 distinct documents; the documents are named by
 `external_id`, which is the BEIR document id when the corpus was ingested by `rag eval`.
 """
 
@@ -12,8 +12,7 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 from app.evaluation.metrics import Scores, score_run
-from app.retrieval.fusion import FusionMethod
-from app.retrieval.requests import SearchMode
+from app.inputs.vocabulary import FusionMethod, SearchMode
 
 
 @dataclass(frozen=True, slots=True)

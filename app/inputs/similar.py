@@ -1,22 +1,22 @@
 """Similar items and near-duplicates as any door asks for them (GET …/similar and
 POST /api/rag/dedupe, the MCP tools `find_similar` and `find_duplicates`, `rag similar` and
-`rag dedupe`)."""
+`rag dedupe`). Validation lives here, as for a search (app/inputs/search.py): every door
+refuses the same input with the same message."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Annotated, Literal
 
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field
 
-from app.inputs.search import CollectionName
+from app.inputs.search import CollectionName, Strict
 from app.inputs.vocabulary import (
     DEFAULT_DEDUPE_LIMIT,
     DEFAULT_DUPLICATE_THRESHOLD,
     DEFAULT_MIN_SIMILARITY,
     DEFAULT_SIMILAR_TOP_K,
     MAX_DEDUPE_LIMIT,
+    MAX_SIMILAR_TOP_K,
     MergeStrategy,
     SearchScope,
 )
@@ -24,13 +24,15 @@ from app.inputs.vocabulary import (
 ItemKind = Literal["chunk", "document", "either"]  # what the id names ("either": find out)
 
 
-@dataclass(frozen=True, slots=True)
-class SimilarInput:
-    top_k: int = DEFAULT_SIMILAR_TOP_K
-    min_similarity: float = DEFAULT_MIN_SIMILARITY
+class SimilarInput(Strict):
+    """Items like one chunk or document; left out, a field takes the service's default."""
+
+    top_k: Annotated[int, Field(ge=1, le=MAX_SIMILAR_TOP_K)] = DEFAULT_SIMILAR_TOP_K
+    min_similarity: Annotated[float, Field(ge=0.0, le=1.0)] = DEFAULT_MIN_SIMILARITY
     exclude_same_document: bool = True
     scope: SearchScope = SearchScope.CURRENT
-    collections: Sequence[str] | None = None  # explicit: overrides `scope`
+    # explicit: overrides `scope`
+    collections: Annotated[list[CollectionName] | None, Field(max_length=100)] = None
 
 
 class DedupeInput(BaseModel):

@@ -41,6 +41,7 @@ DEFAULT_MAX_RESULTS = 5
 DEFAULT_MAX_TOKENS = 2000  # a context's budget
 DEFAULT_MAX_CHARS = 500  # a context block's text, at most
 DEFAULT_SIMILAR_TOP_K = 10
+MAX_SIMILAR_TOP_K = 100  # similar items one question returns, at most
 DEFAULT_MIN_SIMILARITY = 0.85
 DEFAULT_DUPLICATE_THRESHOLD = 0.95
 DEFAULT_DEDUPE_LIMIT = 1_000

@@ -29,6 +29,7 @@ from app.inputs.vocabulary import (
     DEFAULT_SIMILAR_TOP_K,
     MAX_DEDUPE_LIMIT,
     MAX_RESULTS,
+    MAX_SIMILAR_TOP_K,
     CitationStyle,
     SearchMode,
     SearchScope,
@@ -177,7 +178,7 @@ async def get_context(
 async def find_similar(
     id: ItemId,
     top_k: Annotated[
-        int, Field(ge=1, le=100, description="How many items (1-100).")
+        int, Field(ge=1, le=MAX_SIMILAR_TOP_K, description="How many items (1-100).")
     ] = DEFAULT_SIMILAR_TOP_K,
     min_similarity: Annotated[
         float, Field(ge=0.0, le=1.0, description="Minimum similarity (default 0.85).")

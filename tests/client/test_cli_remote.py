@@ -93,6 +93,14 @@ def test_ingest_search_context_list_show_delete(
     weighed = _light(run_rag(*shared, "--max-results", "1", env=by_env))
     assert f"{weighted.score:.4f}" in weighed.stdout
 
+    # --rerank reaches the service, which has no reranker configured: refused, as over HTTP
+    for command in ("search", "context"):
+        refused = _light(run_rag(command, "lava eruption", "--rerank", env=by_env))
+        assert refused.returncode == 2
+        assert "rerank: no reranker is configured" in refused.stderr
+        plain = _light(run_rag(command, "lava eruption", "--no-rerank", env=by_env))
+        assert plain.returncode == 0, plain.stderr
+
     built = _light(run_rag("context", "lava eruption", "--max-results", "1", env=by_env))
     assert built.returncode == 0, built.stderr
     assert "lava" in built.stdout

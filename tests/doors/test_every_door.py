@@ -10,12 +10,16 @@ from typing import Any
 
 import pytest
 from httpx import AsyncClient
+from typer.testing import CliRunner
 
 from app.cli import local
+from app.cli.commands import app as rag
+from app.inputs.search import ContextInput, SearchInput
+from app.inputs.similar import DedupeInput, SimilarInput
 from app.resources import Resources
 from app.settings import Settings
 from tests.conftest import TenantClient, token_for
-from tests.mcp.conftest import Json, ingest, rpc, structured
+from tests.mcp.conftest import Json, ingest, rpc, structured, tool_error
 
 pytestmark = pytest.mark.on_citus
 
@@ -82,7 +86,8 @@ async def test_search_is_the_same_through_http_and_the_command_line(
 ) -> None:
     await seed(tenant)
     api = await rest(tenant, "search", query=QUERY, **options)
-    cli = dumped(await local.search_on(operator, tenant.tenant_id, query=QUERY, **options))
+    asked = SearchInput.model_validate({"query": QUERY, **options})
+    cli = dumped(await local.search_on(operator, tenant.tenant_id, asked))
     assert ranked(cli["chunks"]) == ranked(api["chunks"])
     assert cli["chunks"] == api["chunks"]
     assert {k: cli[k] for k in SEARCH_KEYS} == {k: api[k] for k in SEARCH_KEYS}
@@ -120,7 +125,8 @@ async def test_context_is_the_same_through_every_door(
     await seed(tenant)
     api = await rest(tenant, "context", query=QUERY, **options)
     tool = await structured(http, tenant, "get_context", query=QUERY, **options)
-    cli = dumped(await local.context_on(operator, tenant.tenant_id, query=QUERY, **options))
+    asked = ContextInput.model_validate({"query": QUERY, **options})
+    cli = dumped(await local.context_on(operator, tenant.tenant_id, asked))
     for key in ("context", "metrics", "total_found", "dropped"):
         assert tool[key] == cli[key] == api[key], key
     assert cli["citations"] == api["citations"]
@@ -146,12 +152,8 @@ async def test_similar_items_are_the_same_through_every_door(
     for asked in questions:
         api = await get(tenant, f"{kind}s/{item_id}/similar", **asked)
         tool = await structured(http, tenant, "find_similar", id=item_id, **asked)
-        cli = local.similar_input(
-            top_k=asked.get("top_k"),
-            min_similarity=asked.get("min_similarity"),
-            scope=asked.get("search_scope"),
-            exclude_same_document=True,
-        )
+        fields = {"scope" if k == "search_scope" else k: v for k, v in asked.items()}
+        cli = SimilarInput.model_validate(fields)
         on = await local.similar_on(
             operator, tenant.tenant_id, uuid.UUID(item_id), cli, kind == "chunk"
         )
@@ -169,7 +171,9 @@ async def test_duplicates_are_the_same_through_every_door(
     for asked in ({}, {"similarity_threshold": 0.9, "collections": ["b"]}):
         api = await rest(tenant, "dedupe", **asked)
         tool = await structured(http, tenant, "find_duplicates", **asked)
-        cli = dumped(await local.dedupe_on(operator, tenant.tenant_id, **asked))
+        cli = dumped(
+            await local.dedupe_on(operator, tenant.tenant_id, DedupeInput.model_validate(asked))
+        )
         assert cli == api
         keys = ("primary_id", "duplicate_ids", "avg_similarity")
         assert [{k: g[k] for k in keys} for g in tool["duplicate_groups"]] == [
@@ -224,8 +228,8 @@ async def test_every_door_counts_its_searches_and_the_documents_returned(
     await rest(tenant, "context", query=query, max_results=1)
     await structured(http, tenant, "search_similar", query=query, limit=1)
     await structured(http, tenant, "get_context", query=query, max_results=1)
-    await local.search_on(operator, tenant.tenant_id, query=query, max_results=1)
-    await local.context_on(operator, tenant.tenant_id, query=query, max_results=1)
+    await local.search_on(operator, tenant.tenant_id, SearchInput(query=query, max_results=1))
+    await local.context_on(operator, tenant.tenant_id, ContextInput(query=query, max_results=1))
     await operator.returns.flush(operator.sessions)
     document = await get(tenant, f"documents/{ids['Vectors']}")
     assert document["access_count"] == 6
@@ -233,3 +237,64 @@ async def test_every_door_counts_its_searches_and_the_documents_returned(
     stats = await http.get(f"/api/admin/tenants/{tenant.tenant_id}/stats", headers=admin)
     assert stats.status_code == 200, stats.text
     assert stats.json()["traffic"]["last_hour"]["searches"] == 6
+
+
+# A refused question: (the HTTP parameters or body, the MCP tool's arguments, the command's
+# arguments), and the message every door gives (the input's own, app/inputs).
+REFUSED_SIMILAR = [
+    ({"top_k": 101}, ["--top-k", "101"], "Input should be less than or equal to 100"),
+    ({"top_k": 0}, ["--top-k", "0"], "Input should be greater than or equal to 1"),
+    (
+        {"min_similarity": 1.5},
+        ["--min-similarity", "1.5"],
+        "Input should be less than or equal to 1",
+    ),
+    (
+        {"search_scope": "nowhere"},
+        ["--scope", "nowhere"],
+        "Input should be 'current', 'shared' or 'all'",
+    ),
+]
+
+
+@pytest.mark.parametrize(("asked", "argv", "message"), REFUSED_SIMILAR)
+async def test_similar_items_refuse_the_same_input_with_the_same_message_on_every_door(
+    http: AsyncClient, tenant: TenantClient, asked: Json, argv: list[str], message: str
+) -> None:
+    item = str(uuid.uuid4())
+    response = await http.get(
+        f"/api/rag/documents/{item}/similar", params=asked, headers=tenant.headers
+    )
+    assert response.status_code == 422, response.text
+    [field] = asked
+    assert [(e["field"], e["message"]) for e in response.json()["errors"]] == [(field, message)]
+    said = await tool_error(http, tenant, "find_similar", id=item, **asked)
+    assert field in said  # the MCP SDK checks a tool's arguments, in its own words around
+    assert message in said  # the same message
+    # the command refuses before it opens anything: no database, no model, no service
+    cli = CliRunner().invoke(rag, ["similar", item, *argv, "--tenant", tenant.tenant_id])
+    assert cli.exit_code == 2
+    assert cli.stderr.strip() == f"error: invalid value for {argv[0]}: {message}"
+
+
+REFUSED_SEARCHES = [
+    ({"max_results": 101}, ["--max-results", "101"], "Input should be less than or equal to 100"),
+    ({"threshold": 0.05}, ["--threshold", "0.05"], "Input should be greater than or equal to 0.1"),
+    ({"ef_search": 1001}, ["--ef-search", "1001"], "Input should be less than or equal to 1000"),
+]
+
+
+@pytest.mark.parametrize(("asked", "argv", "message"), REFUSED_SEARCHES)
+async def test_a_search_refuses_the_same_input_with_the_same_message_through_http_and_cli(
+    http: AsyncClient, tenant: TenantClient, asked: Json, argv: list[str], message: str
+) -> None:
+    response = await tenant.http.post(
+        "/api/rag/search", json={"query": QUERY, **asked}, headers=tenant.headers
+    )
+    assert response.status_code == 422, response.text
+    [field] = asked
+    assert [(e["field"], e["message"]) for e in response.json()["errors"]] == [(field, message)]
+    for command in ("search", "context"):
+        cli = CliRunner().invoke(rag, [command, QUERY, *argv, "--tenant", tenant.tenant_id])
+        assert cli.exit_code == 2
+        assert cli.stderr.strip() == f"error: invalid value for {argv[0]}: {message}"

@@ -14,7 +14,13 @@ from httpx import ASGITransport, AsyncClient
 from prometheus_client import REGISTRY
 from pydantic import SecretStr
 
+from app.api.deps import get_resources
+from app.cli.backend import asked
+from app.cli.local import InProcess
 from app.db.tenancy import SessionMaker
+from app.inputs.search import ContextInput, SearchInput
+from app.permissions import EVERY_DOCUMENT
+from app.resources import Resources
 from app.settings import RerankProvider, Settings
 from tests.conftest import TenantClient, new_tenant, running_app
 from tests.fakes import WordHashEmbedder
@@ -40,6 +46,24 @@ async def served(
     *,
     wait_seconds: float = 5.0,
 ) -> AsyncIterator[TenantClient]:
+    async with serving(settings, sessions, embedder, fake, wait_seconds=wait_seconds) as (
+        tenant,
+        _resources,
+    ):
+        yield tenant
+
+
+@asynccontextmanager
+async def serving(
+    settings: Settings,
+    sessions: SessionMaker,
+    embedder: WordHashEmbedder,
+    fake: FakeReranker | None,
+    *,
+    wait_seconds: float = 5.0,
+) -> AsyncIterator[tuple[TenantClient, Resources]]:
+    """The app with the notes ingested for a tenant, and its resources (the in-process
+    command line's)."""
     configured = mcp_settings(
         settings,
         **{
@@ -62,7 +86,7 @@ async def served(
                 headers=tenant.headers,
             )
             assert reply.status_code == 201, reply.text
-        yield tenant
+        yield tenant, app.dependency_overrides[get_resources]()
 
 
 async def post(tenant: TenantClient, path: str, **body: object) -> dict[str, object]:
@@ -193,3 +217,28 @@ async def test_rerank_without_a_reranker_is_a_422(
         found = await post(tenant, "/api/rag/search", query="harbour", threshold=0.1)
         assert found["reranked"] is False
         assert found["rerank_note"] is None
+
+
+async def test_the_command_lines_rerank_reaches_the_second_stage(
+    settings: Settings, sessions: SessionMaker, embedder: WordHashEmbedder
+) -> None:
+    """`rag search --rerank` and `rag context --rerank` in process: the input the options
+    make, through the operation, ordered by the reranker; `--no-rerank` is not."""
+    with fake_reranker("cohere", favourite="zebra") as fake:
+        async with serving(settings, sessions, embedder, fake) as (tenant, resources):
+            cli = InProcess(resources.reading_as_caller(EVERY_DOCUMENT), tenant.tenant_id)
+            options = {"query": "harbour ships", "max_results": 2, "threshold": 0.1}
+            api = await post(tenant, "/api/rag/search", **options, rerank=True)
+            found = await cli.search(asked(SearchInput, **options, rerank=True))
+            assert found.reranked is True
+            assert found.chunks[0].title == "Harbour zebra"
+            api_chunks = api["chunks"]
+            assert isinstance(api_chunks, list)
+            assert [str(c.chunk_id) for c in found.chunks] == [c["chunk_id"] for c in api_chunks]
+            plain = await cli.search(asked(SearchInput, **options, rerank=False))
+            assert plain.reranked is False
+            assert plain.chunks[0].title != "Harbour zebra"
+            asked_before = len(fake.requests)
+            context = await cli.context(asked(ContextInput, **options, rerank=True))
+            assert len(fake.requests) == asked_before + 1
+            assert "zebra" in context.context
