@@ -68,7 +68,7 @@ ALLOWED_WRITES = {
     # `rag ingest` and `rag eval` in process: a stream of files, with the operator's services
     # (no HTTP gate, no usage counters)
     "app/cli/ingest.py": {"ingest_stream"},
-    "app/cli/evaluate_run.py": {"ingest_documents"},
+    "app/cli/local.py": {"ingest_documents"},
 }
 
 
