@@ -17,7 +17,7 @@ from pathlib import Path
 import asyncpg
 import pytest
 import redis
-from fastapi import FastAPI
+from fastapi import FastAPI, Request
 from httpx import ASGITransport, AsyncClient
 from pydantic import SecretStr
 from sqlalchemy import text
@@ -41,6 +41,8 @@ from app.embeddings import Embedder, WrappedEmbedder
 from app.embeddings.local import LocalEmbedder, default_tokenizer_path
 from app.ingest.chunking import Chunker, load_tokenizer
 from app.main import create_app
+from app.mcp.http import McpHttp
+from app.resources import Resources
 from app.settings import EmbeddingProvider, Settings
 from app.tenants import TenantDirectory, create_tenant
 from tests.citus.cluster import Cluster, running_cluster
@@ -334,9 +336,29 @@ async def running_app(
         resources = replace(
             resources, tenants=TenantDirectory(sessions, ttl_seconds=settings.tenant_cache_seconds)
         )
-        app.dependency_overrides[get_resources] = lambda: resources
-        app.dependency_overrides[get_mcp_http] = lambda: state["mcp"]
+        app.state.test_resources, app.state.test_mcp = resources, state["mcp"]
+        app.dependency_overrides[get_resources] = _test_resources
+        app.dependency_overrides[get_mcp_http] = _test_mcp
         yield app
+
+
+# The overrides are the same two functions for every app: FastAPI keeps each callable it has
+# seen in a cache of 4,096 entries, and a closure over one app's resources kept them alive.
+def resources_of(app: FastAPI) -> Resources:
+    """The resources a `running_app` serves with (the test's sessions in them)."""
+    resources: Resources = app.state.test_resources
+    return resources
+
+
+# Async, as the service's own: FastAPI runs a plain `def` dependency on a worker thread.
+async def _test_resources(request: Request) -> Resources:
+    resources: Resources = request.app.state.test_resources
+    return resources
+
+
+async def _test_mcp(request: Request) -> McpHttp:
+    transport: McpHttp = request.app.state.test_mcp
+    return transport
 
 
 @dataclass(frozen=True, slots=True)

@@ -11,6 +11,7 @@ import uuid
 import pytest
 
 from app.db.migrate import migrate
+from app.db.sharding import DISTRIBUTED, REFERENCE
 from tests.citus.build import ROOT
 from tests.citus.cluster import HOST, Cluster
 from tests.conftest import APP_PASSWORD, DIMENSIONS
@@ -62,6 +63,6 @@ def test_the_compose_wiring_script_readies_a_cluster_for_rag_migrate(cluster: Cl
             )
         )
         distributed = cluster.sql("SELECT count(*) FROM pg_dist_partition", database=name)
-        assert int(distributed) == 9
+        assert int(distributed) == len(REFERENCE) + len(DISTRIBUTED)
     finally:
         cluster.drop_database(name)

@@ -8,6 +8,7 @@ import re
 import signal
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
@@ -18,15 +19,19 @@ from app.db.embedded import TUNING_FILE
 from app.db.tuning import memory_bytes, shared_buffers_mb
 from app.settings import Settings, with_dev_jwt_secret
 from tests.ingest.office import docx_bytes, pptx_bytes, xlsx_bytes
-from tests.processes import free_port, wait_healthy
+from tests.processes import free_port, scratch_directory, wait_healthy
 
 RAG = [sys.executable, "-m", "app.cli.main"]
 
 
 @pytest.fixture(scope="module")
-def env(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
+def env() -> Iterator[dict[str, str]]:
+    """A data directory outside pytest's basetemp, which is private (0700) to this user: the
+    embedded server runs as its own system user (under xdist, a worker's folder is too)."""
     clean = {k: v for k, v in os.environ.items() if not k.startswith("RAG_")}
-    return {**clean, "RAG_DATA_DIR": str(tmp_path_factory.mktemp("rag-data"))}
+    with scratch_directory("rag-cli-") as data:
+        data.chmod(0o755)
+        yield {**clean, "RAG_DATA_DIR": str(data / "rag-data")}
 
 
 def rag(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:

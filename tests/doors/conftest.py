@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 from fastapi import FastAPI
 
-from app.api.deps import get_resources
 from app.permissions import EVERY_DOCUMENT
 from app.resources import Resources
+from tests.conftest import resources_of
 from tests.mcp.conftest import http, mcp_app, tenant
 
 __all__ = ["http", "mcp_app", "operator", "tenant"]
@@ -16,5 +16,5 @@ __all__ = ["http", "mcp_app", "operator", "tenant"]
 @pytest.fixture
 def operator(mcp_app: FastAPI) -> Resources:
     """The resources the HTTP and MCP doors use, reading as the command line's operator."""
-    resources: Resources = mcp_app.dependency_overrides[get_resources]()
+    resources: Resources = resources_of(mcp_app)
     return resources.reading_as_caller(EVERY_DOCUMENT)

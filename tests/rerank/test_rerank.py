@@ -14,7 +14,6 @@ from httpx import ASGITransport, AsyncClient
 from prometheus_client import REGISTRY
 from pydantic import SecretStr
 
-from app.api.deps import get_resources
 from app.cli.backend import asked
 from app.cli.local import InProcess
 from app.db.tenancy import SessionMaker
@@ -22,7 +21,7 @@ from app.inputs.search import ContextInput, SearchInput
 from app.permissions import EVERY_DOCUMENT
 from app.resources import Resources
 from app.settings import RerankProvider, Settings
-from tests.conftest import TenantClient, new_tenant, running_app
+from tests.conftest import TenantClient, new_tenant, resources_of, running_app
 from tests.fakes import WordHashEmbedder
 from tests.mcp.conftest import mcp_settings, structured
 from tests.rerank.fake import FakeReranker, fake_reranker
@@ -86,7 +85,7 @@ async def serving(
                 headers=tenant.headers,
             )
             assert reply.status_code == 201, reply.text
-        yield tenant, app.dependency_overrides[get_resources]()
+        yield tenant, resources_of(app)
 
 
 async def post(tenant: TenantClient, path: str, **body: object) -> dict[str, object]:

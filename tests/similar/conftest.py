@@ -8,12 +8,11 @@ import pytest
 from fastapi import FastAPI
 from httpx import ASGITransport, AsyncClient
 
-from app.api.deps import get_resources
 from app.db.tenancy import SessionMaker
 from app.embeddings.local import LocalEmbedder
 from app.resources import Resources
 from app.settings import Settings
-from tests.conftest import TenantClient, _Unclosable, new_tenant, running_app
+from tests.conftest import TenantClient, _Unclosable, new_tenant, resources_of, running_app
 
 
 @pytest.fixture
@@ -27,7 +26,7 @@ async def app(
 @pytest.fixture
 def resources(app: FastAPI) -> Resources:
     """The app's resources (its access counter among them), sessions in the test transaction."""
-    found: Resources = app.dependency_overrides[get_resources]()
+    found: Resources = resources_of(app)
     return found
 
 
