@@ -235,10 +235,19 @@ async def citus_database(cluster: Cluster, name: str) -> DatabaseUrls:
     does it (the superuser's URL migrates, the runtime role serves). Any statement of the
     runtime role that Citus would send to more than one shard fails: every tenant statement
     must name its tenant."""
-    cluster.create_database(name)
     owner_url = cluster.url(database=name)
     app_url = cluster.url(user=APP_ROLE, password=APP_PASSWORD, database=name)
-    await migrate(owner_url, embedding_dimensions=DIMENSIONS, app_role=APP_ROLE, app_url=app_url)
+    # Roles are the cluster's: several pytest processes on one cluster (the --citus pass's
+    # workers) would create the runtime role at once. One at a time.
+    lock = await asyncpg.connect(cluster.url())
+    try:
+        await lock.execute("SELECT pg_advisory_lock(45)")
+        cluster.create_database(name)
+        await migrate(
+            owner_url, embedding_dimensions=DIMENSIONS, app_role=APP_ROLE, app_url=app_url
+        )
+    finally:
+        await lock.close()
     cluster.sql(
         f'ALTER ROLE {APP_ROLE} IN DATABASE "{name}" SET citus.multi_task_query_log_level = error',
         database=name,

@@ -25,9 +25,17 @@ branch_labels = None
 depends_on = None
 
 OWN = "tenant_id = nullif(current_setting('app.tenant_id', true), '')"
+# On Citus, this revision's DDL on distributed tables runs over one connection per node, so
+# that a later revision of the same run (0015's function, going down) may still create or drop
+# a function in the transaction.
+SEQUENTIAL = (
+    "DO $$ BEGIN IF EXISTS (SELECT FROM pg_extension WHERE extname = 'citus') THEN"
+    " SET LOCAL citus.multi_shard_modify_mode TO 'sequential'; END IF; END $$"
+)
 
 
 def upgrade() -> None:
+    op.execute(SEQUENTIAL)
     op.execute("ALTER TABLE documents ADD COLUMN version text")
     op.execute(
         "ALTER TABLE documents ADD CONSTRAINT ck_documents_version_length"
@@ -53,6 +61,7 @@ def upgrade() -> None:
 
 
 def downgrade() -> None:
+    op.execute(SEQUENTIAL)
     release("receipts")
     op.execute("DROP TABLE receipts")
     op.execute("ALTER TABLE documents DROP CONSTRAINT ck_documents_version_length")
