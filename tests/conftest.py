@@ -258,9 +258,14 @@ async def citus_database(cluster: Cluster, name: str) -> DatabaseUrls:
 async def fresh_database(database: DatabaseUrls, name: str) -> str:
     """A database of its own on the tests' server, migrated: for data that must be committed
     (a live server, a replica); the runtime role's URL."""
+    return (await fresh_database_urls(database, name)).app_url
+
+
+async def fresh_database_urls(database: DatabaseUrls, name: str) -> DatabaseUrls:
+    """`fresh_database`, with its owner's and the superuser's URLs."""
     if database.cluster is not None:
         database.cluster.drop_database(name)
-        return (await citus_database(database.cluster, name)).app_url
+        return await citus_database(database.cluster, name)
     owner_url = with_user(with_database(database.superuser_url, name), OWNER_ROLE, OWNER_PASSWORD)
     app_url = with_user(with_database(database.superuser_url, name), APP_ROLE, APP_PASSWORD)
     await drop_database(database.superuser_url, name)
@@ -268,7 +273,14 @@ async def fresh_database(database: DatabaseUrls, name: str) -> str:
         database.superuser_url, database=name, owner=OWNER_ROLE, owner_password=OWNER_PASSWORD
     )
     await migrate(owner_url, embedding_dimensions=DIMENSIONS, app_role=APP_ROLE, app_url=app_url)
-    return app_url
+    return DatabaseUrls(database.superuser_url, owner_url, app_url)
+
+
+async def drop_fresh_database(database: DatabaseUrls, name: str) -> None:
+    if database.cluster is not None:
+        database.cluster.drop_database(name)
+    else:
+        await drop_database(database.superuser_url, name)
 
 
 @pytest.fixture(scope="session")

@@ -3,8 +3,9 @@ per-query index settings never leak to the next transaction."""
 
 from __future__ import annotations
 
+import os
 import uuid
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -25,7 +26,12 @@ from app.db.scoped import settled
 from app.db.tenancy import SessionMaker, registry_transaction, tenant_transaction
 from app.retrieval import SearchRequest, search
 from app.tenants import create_tenant
-from tests.conftest import DIMENSIONS, DatabaseUrls
+from tests.conftest import (
+    DIMENSIONS,
+    DatabaseUrls,
+    drop_fresh_database,
+    fresh_database_urls,
+)
 
 pytestmark = pytest.mark.on_citus
 
@@ -109,11 +115,25 @@ async def _load(sessions: SessionMaker, tenant_id: str, vectors: Matrix) -> list
 
 
 @pytest.fixture(scope="module")
-async def loaded(
-    app_engine: object,
-) -> tuple[SessionMaker, dict[str, tuple[list[uuid.UUID], Matrix]]]:
+async def own_database(database: DatabaseUrls) -> AsyncIterator[DatabaseUrls]:
+    """A database of this module's own: recall is measured over its tenants' rows alone,
+    whatever the modules run before it in this process committed to the shared one."""
+    name = f"rag_recall_{os.getpid()}"
+    yield await fresh_database_urls(database, name)
+    await drop_fresh_database(database, name)
 
-    assert isinstance(app_engine, AsyncEngine)
+
+@pytest.fixture(scope="module")
+async def app_engine(own_database: DatabaseUrls) -> AsyncIterator[AsyncEngine]:
+    engine = create_engine(own_database.app_url, pool_size=5)
+    yield engine
+    await engine.dispose()
+
+
+@pytest.fixture(scope="module")
+async def loaded(
+    app_engine: AsyncEngine,
+) -> tuple[SessionMaker, dict[str, tuple[list[uuid.UUID], Matrix]]]:
     sessions = create_sessionmaker(app_engine)
     rng = np.random.default_rng(7)
     suffix = uuid.uuid4().hex[:8]
@@ -149,12 +169,12 @@ async def test_every_tenant_size_gets_the_exact_top_k(
 
 
 async def test_index_settings_do_not_leak_to_the_next_transaction(
-    database: DatabaseUrls,
+    own_database: DatabaseUrls,
     loaded: tuple[SessionMaker, dict[str, tuple[list[uuid.UUID], Matrix]]],
 ) -> None:
     _, data = loaded
     tenant_id = next(iter(data))
-    engine = create_engine(database.app_url, pool_size=1)
+    engine = create_engine(own_database.app_url, pool_size=1)
     try:
         sessions = create_sessionmaker(engine)
         plans = text("select current_setting('plan_cache_mode')")
@@ -192,7 +212,7 @@ async def _recall(
 
 
 async def test_default_searches_reach_the_recall_target(
-    database: DatabaseUrls,
+    own_database: DatabaseUrls,
     loaded: tuple[SessionMaker, dict[str, tuple[list[uuid.UUID], Matrix]]],
 ) -> None:
     """No ef_search given: recall@10 >= 0.95 against exact search for the large tenant, on the
@@ -204,7 +224,7 @@ async def test_default_searches_reach_the_recall_target(
     assert await _recall(sessions, small, *data[small]) == [1.0] * 30
     shared = await _recall(sessions, big, *data[big])
     assert float(np.mean(shared)) >= 0.95, shared
-    async with index_connection(database.owner_url, maintenance_work_mem="64MB") as owner:
+    async with index_connection(own_database.owner_url, maintenance_work_mem="64MB") as owner:
         name = await create_dedicated_index(owner, big)
         try:
             own = await _recall(sessions, big, *data[big])
