@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from app.db.tenancy import SessionMaker, readers_of_sessions, tenant_transaction
 from app.errors import AppError, PayloadTooLarge
 from app.ingest.catalog import DocumentChange, DocumentSummary, update_document
-from app.ingest.documents import ingest_document, ingest_documents, synchronous
+from app.ingest.documents import ingest_documents, synchronous
 from app.ingest.inputs import DocumentInput
 from app.ingest.versions import IngestResult
 from app.resources import Resources
@@ -21,17 +21,11 @@ async def ingest(
     resources: Resources, sessions: SessionMaker, tenant_id: str, document: DocumentInput
 ) -> IngestResult:
     """Ingest one document (its failure raised); the same external id again updates it."""
-    result = await ingest_document(
-        sessions,
-        resources.embedder,
-        chunker=resources.chunker,
-        tenant_id=tenant_id,
-        document=document,
-        parser=resources.parser,
-        limits=synchronous(resources.settings.sync_ingest_max_chunks),
-    )
+    [outcome] = await waited_for(resources, sessions, tenant_id, [document])
+    if isinstance(outcome, AppError):
+        raise outcome
     resources.usage.record(tenant_id, "ingests")
-    return result
+    return outcome
 
 
 async def ingest_batch(
@@ -44,7 +38,21 @@ async def ingest_batch(
     limit = resources.settings.batch_max_documents
     if len(documents) > limit:
         raise PayloadTooLarge(f"a batch holds at most {limit} documents (RAG_BATCH_MAX_DOCUMENTS)")
-    outcomes = await ingest_documents(
+    outcomes = await waited_for(resources, sessions, tenant_id, documents)
+    done = sum(1 for outcome in outcomes if not isinstance(outcome, AppError))
+    resources.usage.record(tenant_id, "ingests", done)
+    return outcomes
+
+
+async def waited_for(
+    resources: Resources,
+    sessions: SessionMaker,
+    tenant_id: str,
+    documents: Sequence[DocumentInput],
+) -> list[IngestResult | AppError]:
+    """The documents of one request its caller waits for (an ingest, a batch, a sync's full
+    entries), under the synchronous bound on chunks; one outcome per document, in order."""
+    return await ingest_documents(
         sessions,
         resources.embedder,
         chunker=resources.chunker,
@@ -53,9 +61,6 @@ async def ingest_batch(
         parser=resources.parser,
         limits=synchronous(resources.settings.sync_ingest_max_chunks),
     )
-    done = sum(1 for outcome in outcomes if not isinstance(outcome, AppError))
-    resources.usage.record(tenant_id, "ingests", done)
-    return outcomes
 
 
 async def update(

@@ -28,11 +28,11 @@ from app.db.models import Document
 from app.db.tenancy import SessionMaker, readers_of_sessions, tenant_transaction
 from app.errors import AppError
 from app.ingest.catalog import DocumentChange, get_document, update_document
-from app.ingest.documents import ingest_documents, synchronous
 from app.ingest.inputs import DocumentInput
 from app.ingest.steps import prepare_slice
 from app.ingest.sync import Erased, Plan, Stored, erase, plan, stored_documents
 from app.inputs.sync import SyncInput
+from app.operations.ingest import waited_for
 from app.receipts import SignedReceipt, read, record
 from app.resources import Resources
 from app.settings import Settings
@@ -168,15 +168,7 @@ async def _ingest(
     done: Synced,
 ) -> list[uuid.UUID]:
     """Step 3; the ids of the documents written."""
-    outcomes = await ingest_documents(
-        sessions,
-        resources.embedder,
-        chunker=resources.chunker,
-        tenant_id=tenant_id,
-        documents=documents,
-        parser=resources.parser,
-        limits=synchronous(resources.settings.sync_ingest_max_chunks),
-    )
+    outcomes = await waited_for(resources, sessions, tenant_id, documents)
     written = []
     for document, outcome in zip(documents, outcomes, strict=True):
         external_id = document.external_id or ""
