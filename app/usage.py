@@ -43,28 +43,45 @@ class UsageRecorder(Tally[tuple[datetime, Kind]]):
     async def write(
         self, session: AsyncSession, tenant_id: str, counts: dict[tuple[datetime, Kind], int]
     ) -> None:
-        rows: dict[datetime, dict[str, int]] = {}
-        for (bucket, kind), count in counts.items():
-            rows.setdefault(bucket, dict.fromkeys(_KINDS, 0))[kind] += count
-        values = [
-            {"tenant_id": tenant_id, "bucket": b, **kinds} for b, kinds in sorted(rows.items())
-        ]
-        stmt = insert(TenantUsage).values(values)
-        excluded = stmt.excluded
-        await session.execute(
-            stmt.on_conflict_do_update(
-                index_elements=[TenantUsage.tenant_id, TenantUsage.bucket],
-                set_={
-                    kind: getattr(TenantUsage, kind) + getattr(excluded, kind) for kind in _KINDS
-                },
-            )
+        await write_counts(session, tenant_id, counts)
+
+
+async def count_now(session: AsyncSession, tenant_id: str, kind: Kind, count: int = 1) -> None:
+    """Add `count` to the tenant's current bucket inside `session`'s transaction: counted if
+    and only if that transaction commits (the job worker counts a document's ingest with its
+    result)."""
+    if count:
+        now = {(bucket_of(datetime.now(UTC)), kind): count}
+        await write_counts(session, tenant_id, now, prune=False)
+
+
+async def write_counts(
+    session: AsyncSession,
+    tenant_id: str,
+    counts: dict[tuple[datetime, Kind], int],
+    *,
+    prune: bool = True,
+) -> None:
+    """Add one tenant's counts to `tenant_usage`, one upsert per bucket, and (`prune`) drop
+    its buckets older than `RETENTION`."""
+    rows: dict[datetime, dict[str, int]] = {}
+    for (bucket, kind), count in counts.items():
+        rows.setdefault(bucket, dict.fromkeys(_KINDS, 0))[kind] += count
+    values = [{"tenant_id": tenant_id, "bucket": b, **kinds} for b, kinds in sorted(rows.items())]
+    stmt = insert(TenantUsage).values(values)
+    excluded = stmt.excluded
+    await session.execute(
+        stmt.on_conflict_do_update(
+            index_elements=[TenantUsage.tenant_id, TenantUsage.bucket],
+            set_={kind: getattr(TenantUsage, kind) + getattr(excluded, kind) for kind in _KINDS},
         )
-        oldest = bucket_of(datetime.now(UTC) - RETENTION)
-        await session.execute(
-            delete(TenantUsage).where(
-                TenantUsage.tenant_id == tenant_id, TenantUsage.bucket < oldest
-            )
-        )
+    )
+    if not prune:
+        return
+    oldest = bucket_of(datetime.now(UTC) - RETENTION)
+    await session.execute(
+        delete(TenantUsage).where(TenantUsage.tenant_id == tenant_id, TenantUsage.bucket < oldest)
+    )
 
 
 @dataclass(frozen=True, slots=True)

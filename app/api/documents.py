@@ -2,18 +2,14 @@
 
 from __future__ import annotations
 
-import json
 import uuid
 from typing import Annotated
 
 from fastapi import APIRouter, Body, File, Form, Query, Response, UploadFile, status
-from pydantic import JsonValue, ValidationError
-from starlette.datastructures import UploadFile as StarletteUpload
 
 from app.api import examples
 from app.api.deps import Caller, IngestCaller, ResourcesDep, SearchCaller
 from app.api.documents_models import (
-    METADATA,
     BatchIn,
     BatchItem,
     BatchOut,
@@ -28,15 +24,16 @@ from app.api.documents_models import (
     Url,
     Version,
     access_form,
+    metadata_form,
     to_change,
     to_input,
 )
 from app.api.openapi import GATED, WITH_BODY, errors
-from app.errors import AppError, PayloadTooLarge, Unprocessable
+from app.errors import AppError
 from app.ingest.inputs import DocumentInput
-from app.ingest.parsing import SourceType, sniff_source_type
+from app.ingest.parsing import SourceType
 from app.ingest.store import DEFAULT_COLLECTION
-from app.json_input import parse_json
+from app.inputs.files import file_input, read_capped
 from app.operations import documents as operations
 from app.operations import ingest as ingesting
 from app.operations import sync as sync_operations
@@ -44,7 +41,6 @@ from app.resources import Resources
 from app.storable import MAX_OFFSET
 
 router = APIRouter(prefix="/api/rag/documents", tags=["documents"], responses=GATED)
-UPLOAD_CHUNK = 1024 * 1024
 
 
 async def _ingest(resources: Resources, caller: Caller, document: DocumentInput) -> IngestOut:
@@ -134,10 +130,10 @@ async def upload_document(
     are 415: save them in the current format. A file that would cost too much to read is
     413/422 naming the limit (`limit` in the problem)."""
     data = await read_capped(file, resources.settings.upload_max_bytes)
-    source_type = sniff_source_type(data, filename=file.filename, declared=file.content_type)
-    document = DocumentInput(
-        content=data,
-        source_type=source_type,
+    document = file_input(
+        data,
+        filename=file.filename,
+        declared=file.content_type,
         title=title or None,
         external_id=external_id,
         collection=collection,
@@ -149,32 +145,6 @@ async def upload_document(
     out = await _ingest(resources, caller, document)
     response.status_code = status.HTTP_201_CREATED if out.changed else status.HTTP_200_OK
     return out
-
-
-async def read_capped(file: StarletteUpload, limit: int) -> bytes:
-    data = bytearray()
-    while chunk := await file.read(UPLOAD_CHUNK):
-        data.extend(chunk)
-        if len(data) > limit:
-            raise PayloadTooLarge(f"the file is larger than {limit} bytes (RAG_UPLOAD_MAX_BYTES)")
-    if not data:
-        raise Unprocessable("the file is empty")
-    return bytes(data)
-
-
-def metadata_form(raw: str | None) -> dict[str, JsonValue]:
-    if not raw:
-        return {}
-    try:
-        value = parse_json(raw)
-    except json.JSONDecodeError as error:
-        raise Unprocessable(f"metadata is not valid JSON: {error.msg}") from None
-    if not isinstance(value, dict):
-        raise Unprocessable("metadata must be a JSON object")
-    try:
-        return METADATA.validate_python(value)
-    except ValidationError as error:
-        raise Unprocessable(f"metadata: {error.errors()[0]['msg']}") from None
 
 
 @router.get("", summary="List the tenant's documents")

@@ -115,6 +115,22 @@ def access_form(raw: str | None) -> tuple[str, ...]:
         ) from None
 
 
+def metadata_form(raw: str | None) -> dict[str, JsonValue]:
+    """The upload form's `metadata` field: a JSON object."""
+    if not raw:
+        return {}
+    try:
+        value = parse_json(raw)
+    except json.JSONDecodeError as error:
+        raise Unprocessable(f"metadata is not valid JSON: {error.msg}") from None
+    if not isinstance(value, dict):
+        raise Unprocessable("metadata must be a JSON object")
+    try:
+        return METADATA.validate_python(value)
+    except ValidationError as error:
+        raise Unprocessable(f"metadata: {error.errors()[0]['msg']}") from None
+
+
 class StrictBody(BaseModel):
     """An HTTP body that refuses fields it does not know (the search inputs' rule, app/inputs)."""
 

@@ -11,7 +11,6 @@ from starlette.datastructures import FormData, UploadFile
 
 from app.api import examples
 from app.api.deps import IngestCaller, ResourcesDep, SearchCaller
-from app.api.documents import metadata_form, read_capped
 from app.api.documents_models import (
     METADATA,
     DocumentCollection,
@@ -20,12 +19,14 @@ from app.api.documents_models import (
     Url,
     Version,
     access_form,
+    metadata_form,
 )
 from app.api.jobs_models import JobAccepted, JobDocumentsIn, JobList, JobOut, JobStatus
 from app.api.openapi import GATED, WITH_BODY, errors
 from app.errors import BadRequest, PayloadTooLarge, Unprocessable, UnsupportedMediaType
 from app.ingest.parsing import sniff_source_type
 from app.ingest.store import DEFAULT_COLLECTION
+from app.inputs.files import read_capped
 from app.jobs import JobInput
 from app.jobs.callbacks import CallbackPolicy, check_callback_url
 from app.json_input import parse_json
@@ -232,7 +233,9 @@ async def _form_inputs(form: FormData, settings: Settings) -> list[JobInput]:
     for upload in files:
         try:
             data = b""
-            data = await read_capped(upload, settings.job_max_request_bytes)
+            data = await read_capped(
+                upload, settings.job_max_request_bytes, "RAG_JOB_MAX_REQUEST_BYTES"
+            )
             source_type = sniff_source_type(
                 data, filename=upload.filename, declared=upload.content_type
             ).value

@@ -1,5 +1,5 @@
 """`rag ingest PATH… --tenant T` in this process: a progress bar, files read one after the
-other straight into the ingestion pipeline (app/ingest/pipeline.py)."""
+other straight into the ingest operation (app/operations/ingest.py), as the service counts it."""
 
 from __future__ import annotations
 
@@ -11,17 +11,17 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
 from app.cli.files import SourceFile, content_version
-from app.cli.services import Services
 from app.cli.views import Summary
-from app.errors import AppError, PayloadTooLarge, Unprocessable
-from app.ingest.documents import ingest_stream
+from app.errors import AppError
 from app.ingest.inputs import DocumentInput
-from app.ingest.parsing import sniff_source_type
 from app.ingest.steps import Outcome
+from app.inputs.files import check_size, file_input, not_empty
+from app.operations import ingest as ingest_operations
+from app.resources import Resources
 
 
 async def ingest_files(
-    services: Services,
+    services: Resources,
     files: list[SourceFile],
     *,
     tenant_id: str,
@@ -63,31 +63,19 @@ async def ingest_files(
             _add(summary, file, outcome)
             progress.advance(task)
 
-        await ingest_stream(
-            services.sessions,
-            services.embedder,
-            chunker=services.chunker,
-            tenant_id=tenant_id,
-            documents=documents(),
-            deliver=record,
-            parser=services.parser,
-        )
+        await ingest_operations.stream(services, services.sessions, tenant_id, documents(), record)
     return summary
 
 
 async def _read(
-    services: Services, file: SourceFile, *, collection: str, access: tuple[str, ...]
+    services: Resources, file: SourceFile, *, collection: str, access: tuple[str, ...]
 ) -> DocumentInput:
-    limit = services.settings.upload_max_bytes
     path = anyio.Path(file.path)
-    if (await path.stat()).st_size > limit:
-        raise PayloadTooLarge(f"larger than {limit} bytes (RAG_UPLOAD_MAX_BYTES)")
-    data = await path.read_bytes()
-    if not data:
-        raise Unprocessable("the file is empty")
-    return DocumentInput(
-        content=data,
-        source_type=sniff_source_type(data, filename=file.path.name, declared=None),
+    check_size((await path.stat()).st_size, services.settings.upload_max_bytes)
+    data = not_empty(await path.read_bytes())
+    return file_input(
+        data,
+        filename=file.path.name,
         external_id=file.external_id,
         collection=collection,
         metadata={"filename": file.path.name},

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import uuid
-from collections.abc import Awaitable, Callable, Coroutine, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Sequence
 from dataclasses import dataclass
 from typing import TypeVar
 
@@ -38,15 +38,16 @@ from app.db.engine import create_engine, create_sessionmaker
 from app.db.tenancy import SessionMaker, reading_as
 from app.errors import AppError
 from app.ingest import reindex as reindexing
-from app.ingest.documents import ingest_documents
 from app.ingest.entries import Reference
 from app.ingest.inputs import DocumentInput
 from app.ingest.parsing import SourceType
+from app.ingest.steps import Outcome
 from app.ingest.store import DEFAULT_COLLECTION
 from app.inputs.search import ContextInput, SearchInput
 from app.inputs.similar import DedupeInput, SimilarInput
 from app.inputs.sync import SyncInput
 from app.operations import documents as documents_operations
+from app.operations import ingest as ingest_operations
 from app.operations import search as search_operations
 from app.operations import similar as similar_operations
 from app.operations import sync as sync_operations
@@ -126,13 +127,13 @@ def ingest(
     access: tuple[str, ...] = (),
     console: Console,
 ) -> Summary:
-    async def work(services: Services) -> Summary:
+    async def work(resources: Resources) -> Summary:
         chosen = collection or DEFAULT_COLLECTION
         return await ingest_files(
-            services, files, tenant_id=tenant, collection=chosen, access=access, console=console
+            resources, files, tenant_id=tenant, collection=chosen, access=access, console=console
         )
 
-    return _run(tenant, work)
+    return _serve(tenant, work)
 
 
 @dataclass(frozen=True, slots=True)
@@ -158,28 +159,26 @@ class InProcess:
         return await dedupe_on(self.resources, self.tenant, asked)
 
     async def ingest_texts(self, documents: Sequence[TextDocument]) -> list[str]:
-        outcomes = await ingest_documents(
-            self.resources.sessions,
-            self.resources.embedder,
-            chunker=self.resources.chunker,
-            tenant_id=self.tenant,
-            documents=[
-                DocumentInput(
+        failed: list[str] = []
+
+        async def read() -> AsyncIterator[DocumentInput]:
+            for d in documents:
+                yield DocumentInput(
                     content=d.content,
                     source_type=SourceType.TEXT,
                     title=d.title,
                     external_id=d.external_id,
                     collection=d.collection,
                 )
-                for d in documents
-            ],
-            parser=self.resources.parser,
+
+        async def heard(index: int, outcome: Outcome) -> None:
+            if isinstance(outcome, AppError):
+                failed.append(f"{documents[index].external_id}: {outcome.detail}")
+
+        await ingest_operations.stream(
+            self.resources, self.resources.sessions, self.tenant, read(), heard
         )
-        return [
-            f"{document.external_id}: {outcome.detail}"
-            for document, outcome in zip(documents, outcomes, strict=True)
-            if isinstance(outcome, AppError)
-        ]
+        return failed
 
 
 def run(tenant: str, work: Callable[[InProcess], Awaitable[T]]) -> T:

@@ -137,7 +137,9 @@ def _title_from(document: DocumentInput, drafts: list[ChunkDraft]) -> str:
 
 
 def fingerprint(document: DocumentInput, title: str, model_id: str) -> str:
-    content = document.content if isinstance(document.content, str) else sha256(document.content)
+    """What a document's content hash is made of. Its content counts by its bytes (a text by
+    its UTF-8): the same file sent as JSON text, uploaded or read from disk is one content."""
+    content = sha256(document.content)
     precomputed = [
         (c.content, c.page_number, c.section, _vector_hash(c.embedding))
         for c in document.chunks or ()

@@ -27,6 +27,8 @@ from app.ingest.parsing import Parser, SourceType
 from app.ingest.steps import Outcome
 from app.jobs.progress import ProgressEmbedder
 from app.permissions import Readers
+from app.settings import Settings
+from app.usage import count_now
 
 ONE_BY_ONE = Limits(slice_documents=1)  # a cancel stops after the documents in progress
 
@@ -38,6 +40,7 @@ class JobServices:
     chunker: Chunker
     parser: Parser
     turn_documents: int
+    settings: Settings  # a sync job's receipt is signed with its webhook secret
 
 
 class TransientFailure(Exception):
@@ -178,6 +181,10 @@ class _Turn:
             await session.execute(
                 text("delete from ingest_job_inputs where tenant_id = :tenant and id = :id"),
                 {"tenant": self.tenant_id, "id": item.id},
+            )
+            # one `ingests` per document written, with its result: a turn run twice counts once
+            await count_now(
+                session, self.tenant_id, "ingests", int(result["status"] == "succeeded")
             )
 
 

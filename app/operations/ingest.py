@@ -1,18 +1,20 @@
-"""Ingesting documents as the HTTP API asks for it (one document, a batch, an upload), and
-changing one: the domain's ingestion (app/ingest) with the service's parser, chunker and
-embedder, the batch limit, and the bookkeeping: each document ingested is one `ingests` in the
-tenant's usage, whatever door it came through."""
+"""Ingesting documents as the doors ask for it (one document, a batch, an upload, the command
+line's stream of files), and changing one: the domain's ingestion (app/ingest) with the
+service's parser, chunker and embedder, the batch limit, and the bookkeeping: each document
+ingested is one `ingests` in the tenant's usage, whatever door it came through (the job
+worker counts its documents with their results: app/jobs/turn.py)."""
 
 from __future__ import annotations
 
 import uuid
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 
 from app.db.tenancy import SessionMaker, readers_of_sessions, tenant_transaction
 from app.errors import AppError, PayloadTooLarge
 from app.ingest.catalog import DocumentChange, DocumentSummary, update_document
-from app.ingest.documents import ingest_documents, synchronous
+from app.ingest.documents import ingest_documents, ingest_stream, synchronous
 from app.ingest.inputs import DocumentInput
+from app.ingest.steps import Outcome
 from app.ingest.versions import IngestResult
 from app.resources import Resources
 
@@ -60,6 +62,33 @@ async def waited_for(
         documents=documents,
         parser=resources.parser,
         limits=synchronous(resources.settings.sync_ingest_max_chunks),
+    )
+
+
+async def stream(
+    resources: Resources,
+    sessions: SessionMaker,
+    tenant_id: str,
+    documents: AsyncIterator[DocumentInput],
+    deliver: Callable[[int, Outcome], Awaitable[None]],
+) -> None:
+    """Documents as they are read (the command line's files, however many), each written as
+    it comes out and its outcome handed to `deliver` in order. No synchronous bound: the
+    caller is the operator, who waits for the whole of it."""
+
+    async def counted(index: int, outcome: Outcome) -> None:
+        if not isinstance(outcome, AppError):
+            resources.usage.record(tenant_id, "ingests")
+        await deliver(index, outcome)
+
+    await ingest_stream(
+        sessions,
+        resources.embedder,
+        chunker=resources.chunker,
+        tenant_id=tenant_id,
+        documents=documents,
+        deliver=counted,
+        parser=resources.parser,
     )
 
 
