@@ -112,4 +112,5 @@ def job_services(resources: Resources) -> JobServices:
         chunker=resources.chunker,
         parser=resources.parser,
         turn_documents=resources.settings.job_turn_documents,
+        settings=resources.settings,
     )

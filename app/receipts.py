@@ -16,10 +16,10 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy import select
+from sqlalchemy import func, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from app.db.models import Receipt
+from app.db.models import Receipt, Tenant
 from app.db.tenancy import tenant_of
 from app.errors import NotFound
 from app.settings import Settings
@@ -62,14 +62,16 @@ async def record(
     kind: str,
     collection: str | None,
     changes: dict[str, Any],
+    tenant_id: str | None = None,
 ) -> SignedReceipt:
-    """Write the receipt of `changes` in the session's transaction (its tenant's)."""
+    """Write the receipt of `changes` in the session's transaction: its tenant's, or (a
+    registry transaction scoped to it) `tenant_id`'s."""
     assert kind in KINDS
     receipt_id = uuid.uuid4()
     now = datetime.now(UTC).replace(microsecond=0)
     body = {
         "receipt_id": str(receipt_id),
-        "tenant_id": tenant_of(session),
+        "tenant_id": tenant_id or tenant_of(session),
         "kind": kind,
         "collection": collection,
         "created_at": now.isoformat().replace("+00:00", "Z"),
@@ -91,9 +93,20 @@ async def record(
     return signed
 
 
-async def read(session: AsyncSession, receipt_id: uuid.UUID) -> SignedReceipt:
-    """The tenant's receipt, as signed; 404 when it has none of that id."""
-    receipt = await session.scalar(select(Receipt).where(Receipt.id == receipt_id))
+async def read(
+    session: AsyncSession, receipt_id: uuid.UUID, *, any_owner: bool = False
+) -> SignedReceipt:
+    """The tenant's receipt, as signed; 404 when it has none of that id. A tenant id created
+    again after a deletion reads only its own receipts, not those of the tenant that held the
+    id before (`any_owner`: the admin, who reads both)."""
+    stmt = select(Receipt).where(Receipt.id == receipt_id)
+    if not any_owner:
+        # receipts are stamped to the second (the signature's timestamp)
+        since = select(func.date_trunc("second", Tenant.created_at)).where(
+            Tenant.id == Receipt.tenant_id
+        )
+        stmt = stmt.where(Receipt.created_at >= since.scalar_subquery())
+    receipt = await session.scalar(stmt)
     if receipt is None:
         raise NotFound(f"receipt {receipt_id} does not exist")
     return SignedReceipt(

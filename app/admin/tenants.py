@@ -2,17 +2,23 @@
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from sqlalchemy import delete, func, select
+from sqlalchemy import delete, func, select, text
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from app import receipts
 from app.admin.audit import Actor, record, tenant_snapshot
 from app.db import bm25_upkeep
 from app.db.models import Collection, Document, Tenant
+from app.db.sharding import DISTRIBUTED
 from app.db.tenancy import scope_to_tenant
 from app.errors import Conflict, Unprocessable
+from app.ingest.catalog import collection_counts
+from app.receipts import SignedReceipt
+from app.settings import Settings
 from app.storable import printable_reason
 from app.tenants import create_tenant, get_tenant
 from app.usage import forget_tenant
@@ -124,10 +130,12 @@ def _action(before: dict[str, object], after: dict[str, object]) -> str:
 
 
 async def delete_tenant(
-    session: AsyncSession, actor: Actor, tenant_id: str, *, confirm: str
-) -> None:
+    session: AsyncSession, settings: Settings, actor: Actor, tenant_id: str, *, confirm: str
+) -> SignedReceipt:
     """Delete a suspended tenant with its collections, documents and chunks (the foreign
-    keys cascade) and its usage counters; `confirm` must repeat its id."""
+    keys cascade) and its usage counters; `confirm` must repeat its id. Its receipt (kept
+    with the tenant's other receipts, which outlive it) says what went and that no row of
+    the tenant's data is left."""
     if confirm != tenant_id:
         raise Unprocessable(
             "confirm must repeat the tenant id to delete",
@@ -140,7 +148,57 @@ async def delete_tenant(
     # The postings have no foreign key to cascade by (db/models.py): deleted first, inside
     # the tenant's scope; the rest of its rows go by cascade with the registry row.
     await scope_to_tenant(session, tenant_id)
+    held = await _collections_held(session)
+    rows_before = await _rows_of(session, tenant_id)
     await bm25_upkeep.forget_tenant(session, tenant_id)
     await session.execute(delete(Tenant).where(Tenant.id == tenant_id))
     await forget_tenant(session, tenant_id)
-    await record(session, actor, "tenant.delete", tenant_id=tenant_id, before=before, after=None)
+    receipt = await receipts.record(
+        session,
+        settings,
+        kind="tenant_delete",
+        collection=None,
+        tenant_id=tenant_id,
+        changes={
+            "collections": held,
+            "erased": _erased(rows_before, await _rows_of(session, tenant_id)),
+        },
+    )
+    after = {"receipt_id": str(receipt.id)}
+    await record(session, actor, "tenant.delete", tenant_id=tenant_id, before=before, after=after)
+    return receipt
+
+
+async def tenant_receipt(
+    session: AsyncSession, tenant_id: str, receipt_id: uuid.UUID
+) -> SignedReceipt:
+    """One of the tenant's receipts, as signed, for the admin: its tenant deletion's among
+    them, after the tenant is gone."""
+    await scope_to_tenant(session, tenant_id)
+    return await receipts.read(session, receipt_id, any_owner=True)
+
+
+def _erased(before: dict[str, int], after: dict[str, int]) -> dict[str, object]:
+    return {"rows": before, "remaining": after, "gone": not any(after.values())}
+
+
+# The tenant's data: every distributed table but its receipts (which outlive it).
+_DATA_TABLES = tuple(name for name in DISTRIBUTED if name != "receipts")
+
+
+async def _rows_of(session: AsyncSession, tenant_id: str) -> dict[str, int]:
+    """The tenant's rows in each of its data tables (the session scoped to it)."""
+    found = {}
+    for name in _DATA_TABLES:
+        count = await session.scalar(
+            text(f"select count(*) from {name} where tenant_id = :tenant"), {"tenant": tenant_id}
+        )
+        found[name] = int(count or 0)
+    return found
+
+
+async def _collections_held(session: AsyncSession) -> list[dict[str, object]]:
+    """Each collection of the tenant with its documents and chunks (the session scoped to
+    it)."""
+    counts = await collection_counts(session)
+    return [{"collection": c.name, "documents": c.documents, "chunks": c.chunks} for c in counts]

@@ -6,6 +6,7 @@ when it changes something, with the token's subject as the actor.
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Sequence
 from typing import Annotated
 
@@ -30,6 +31,7 @@ from app.api.admin_models import (
 )
 from app.api.deps import AdminCaller, ResourcesDep
 from app.api.openapi import GATED, WITH_BODY, errors
+from app.api.sync import RECEIPT_SCHEMA
 from app.db.models import Tenant
 from app.db.tenancy import ledger_transaction, registry_transaction
 from app.errors import Unprocessable
@@ -175,19 +177,50 @@ async def activate(
     "/tenants/{tenant_id}",
     status_code=204,
     summary="Delete a suspended tenant and all its documents",
-    responses=errors(404, 409),
+    responses={
+        204: {
+            "description": "Deleted; `Receipt-Id` names its receipt",
+            "headers": {"Receipt-Id": {"schema": {"type": "string", "format": "uuid"}}},
+        },
+        **errors(404, 409),
+    },
 )
 async def remove(
     tenant_id: TenantPath,
     caller: AdminCaller,
     resources: ResourcesDep,
     confirm: Annotated[str, Query(description="The tenant id again.", examples=["acme"])],
+    response: Response,
 ) -> None:
     """Deletes its collections, documents, chunks and usage counters; cannot be undone.
-    The tenant must be suspended first (409 otherwise) and `confirm` repeat its id (422)."""
+    The tenant must be suspended first (409 otherwise) and `confirm` repeat its id (422).
+    The `Receipt-Id` header names the signed receipt of the deletion (GET
+    /api/admin/tenants/{tenant_id}/receipts/{receipt_id}), which outlives the tenant."""
     async with ledger_transaction(resources.sessions) as session:
-        await admin_tenants.delete_tenant(session, _actor(caller), tenant_id, confirm=confirm)
+        receipt = await admin_tenants.delete_tenant(
+            session, resources.settings, _actor(caller), tenant_id, confirm=confirm
+        )
     resources.tenants.forget(tenant_id)
+    response.headers["Receipt-Id"] = str(receipt.id)
+
+
+@router.get(
+    "/tenants/{tenant_id}/receipts/{receipt_id}",
+    summary="Read a tenant's receipt, with its signature",
+    response_class=Response,
+    responses={
+        200: {"content": {"application/json": {"schema": RECEIPT_SCHEMA}}},
+        **errors(404),
+    },
+)
+async def tenant_receipt(
+    tenant_id: TenantPath, receipt_id: uuid.UUID, caller: AdminCaller, resources: ResourcesDep
+) -> Response:
+    """A receipt of the tenant (a sync, a deletion, the tenant's own deletion: it is kept
+    when the tenant is deleted) exactly as signed, with the Standard Webhooks headers."""
+    async with ledger_transaction(resources.sessions) as session:
+        signed = await admin_tenants.tenant_receipt(session, tenant_id, receipt_id)
+    return Response(signed.payload, media_type="application/json", headers=signed.headers())
 
 
 @router.get("/tenants/{tenant_id}/stats", summary="A tenant's statistics", responses=errors(404))

@@ -75,6 +75,30 @@ class Callback(BaseModel):
         )
 
 
+class JobSync(BaseModel):
+    """A collection sync run as this job (docs/SYNC.md, "Large syncs")."""
+
+    collection: str
+    outcome: dict[str, JsonValue] | None = Field(
+        description="Once the job has ended: `added`, `updated`, `unchanged`, `deleted` and "
+        "`missing` external ids, and `failed` entries (as a sync's reply lists them); null "
+        "while it runs, and for a cancelled job (which deletes nothing)."
+    )
+    receipt_id: uuid.UUID | None = Field(
+        description="The sync's signed receipt (GET /api/rag/receipts/{receipt_id})."
+    )
+
+    @classmethod
+    def of(cls, job: JobView) -> Self | None:
+        if job.sync is None:
+            return None
+        return cls(
+            collection=job.sync["collection"],
+            outcome=job.sync.get("outcome"),
+            receipt_id=job.receipt_id,
+        )
+
+
 class JobOut(BaseModel):
     job_id: uuid.UUID
     status: JobStatus
@@ -87,6 +111,7 @@ class JobOut(BaseModel):
     turns: int
     timings: JobTimings
     callback: Callback | None = Field(description="The job's callback, when it has one.")
+    sync: JobSync | None = Field(None, description="When the job is a collection sync.")
 
     @classmethod
     def of(cls, job: JobView) -> Self:
@@ -117,6 +142,7 @@ class JobOut(BaseModel):
                 run_seconds=_seconds(job.started_at, end if job.started_at else None),
             ),
             callback=Callback.of(job),
+            sync=JobSync.of(job),
         )
 
 

@@ -7,6 +7,7 @@ import uuid
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Body, Path, Response
+from fastapi.responses import JSONResponse
 from pydantic import BaseModel, Discriminator, Field, Tag
 
 from app.api import examples
@@ -23,7 +24,9 @@ from app.api.openapi import GATED, WITH_BODY, errors
 from app.errors import Unprocessable
 from app.ingest.entries import Reference
 from app.inputs.sync import MAX_ENTRIES, SyncInput
+from app.jobs.callbacks import CallbackPolicy, check_callback_url
 from app.operations import sync as operations
+from app.permissions import USER_PREFIX
 
 router = APIRouter(tags=["documents"], responses=GATED)
 
@@ -71,6 +74,26 @@ class SyncIn(StrictBody):
         description="Refuse (409, nothing changed) when more would be deleted: a count, or a "
         "fraction (0 < f < 1) of the documents you may see in the collection.",
     )
+    background: bool = Field(
+        False,
+        description="Run it as a background job (202 with the job's id): for a sync whose "
+        "full documents are more than one request may embed. Poll GET /api/rag/jobs/{id}; "
+        "its `sync` says the outcome and the receipt once it has ended.",
+    )
+    callback_url: str | None = Field(
+        None,
+        description="With `background`: called (a signed POST) when the job ends, as a "
+        "job's callback is (docs/JOBS.md).",
+    )
+
+
+class SyncAccepted(BaseModel):
+    job_id: uuid.UUID
+    status: str = Field(description="`queued`.")
+    documents: int = Field(description="Full documents the job ingests.")
+    references: int
+    bytes: int
+    location: str = Field(description="The job's status URL (also the `Location` header).")
 
 
 class SyncFailure(BaseModel):
@@ -162,22 +185,56 @@ def receipt_url(receipt_id: uuid.UUID) -> str:
 @router.post(
     "/api/rag/collections/{collection}/sync",
     summary="Sync a collection: add, update and delete to match the source",
-    responses={**WITH_BODY, **errors(404, 409)},
+    response_model=SyncOut,
+    responses={
+        202: {"model": SyncAccepted, "description": "Accepted as a background job"},
+        **WITH_BODY,
+        **errors(404, 409),
+    },
 )
 async def sync_collection(
     collection: Annotated[DocumentCollection, Path()],
     body: Annotated[SyncIn, Body(openapi_examples=examples.SYNC)],
     caller: IngestCaller,
     resources: ResourcesDep,
-) -> SyncOut:
+) -> SyncOut | JSONResponse:
     """The collection's complete content as your source sees it: full documents are
     upserted (unchanged content embeds nothing), a reference whose stored `version` equals is
     unchanged, one the service lacks or holds at another version is listed under `missing`
     and left as it is, and every document of the collection you may see that is not named is
     deleted. Two syncs of one collection run one after the other. The reply names what
-    changed and the signed receipt (GET /api/rag/receipts/{id})."""
+    changed and the signed receipt (GET /api/rag/receipts/{id}). With `background`, the
+    sync runs as a job (202): for more full documents than one request may embed."""
     asked = to_sync_input(collection, body)
-    done = await operations.sync(resources, caller.sessions(resources), caller.tenant_id, asked)
+    sessions = caller.sessions(resources)
+    if body.background:
+        callback_url = body.callback_url
+        if callback_url is not None:
+            policy = CallbackPolicy.of(resources.settings)
+            callback_url = await check_callback_url(callback_url, policy)
+        job = await operations.submit(
+            resources,
+            sessions,
+            caller.tenant_id,
+            asked,
+            submitter=USER_PREFIX + caller.principal.subject,
+            callback_url=callback_url,
+        )
+        location = f"/api/rag/jobs/{job.job_id}"
+        accepted = SyncAccepted(
+            job_id=job.job_id,
+            status="queued",
+            documents=job.documents,
+            references=job.references,
+            bytes=job.bytes,
+            location=location,
+        )
+        return JSONResponse(
+            accepted.model_dump(mode="json"), status_code=202, headers={"Location": location}
+        )
+    if body.callback_url is not None:
+        raise Unprocessable("callback_url: only a sync run in the background calls back")
+    done = await operations.sync(resources, sessions, caller.tenant_id, asked)
     return SyncOut.of(collection, done)
 
 

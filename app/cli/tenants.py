@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import uuid
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Annotated, TypeVar
 
@@ -151,12 +152,19 @@ def tenant_delete(
         confirm = typer.prompt(f"type {tenant_id} to delete it and all its documents")
 
     from app.admin import tenants as admin_tenants
-
-    async def remove(session: AsyncSession) -> None:
-        await admin_tenants.delete_tenant(session, _actor(), tenant_id, confirm=confirm or "")
-
     from app.cli.database import database_place
 
     settings = local_settings("delete")
+    receipts: list[uuid.UUID] = []
+
+    async def remove(session: AsyncSession) -> None:
+        receipt = await admin_tenants.delete_tenant(
+            session, settings, _actor(), tenant_id, confirm=confirm or ""
+        )
+        receipts.append(receipt.id)
+
     _run(remove, command="delete", settings=settings)
-    typer.echo(f"tenant {tenant_id} deleted from {database_place(settings)}", err=True)
+    typer.echo(
+        f"tenant {tenant_id} deleted from {database_place(settings)}; receipt {receipts[0]}",
+        err=True,
+    )

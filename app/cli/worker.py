@@ -48,6 +48,7 @@ async def _work(settings: Settings, concurrency: int) -> None:
             chunker=services.chunker,
             parser=services.parser,
             turn_documents=settings.job_turn_documents,
+            settings=settings,
         )
         task = asyncio.create_task(run_workers(settings, jobs, concurrency=concurrency))
         asked = asyncio.Event()

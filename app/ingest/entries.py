@@ -13,3 +13,13 @@ class Reference:
 
     external_id: str
     version: str
+
+
+@dataclass(frozen=True, slots=True)
+class Ingested:
+    """A full entry of a sync run as a job, once the job has tried it: at the job's end it is
+    named (kept) under its access list, like the full document it was; `access` None when its
+    ingest failed (every stored copy of it stays as it was)."""
+
+    external_id: str
+    access: tuple[str, ...] | None

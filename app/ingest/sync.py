@@ -5,6 +5,8 @@
 (row-level security hides the others, which are then neither listed nor deleted):
 - a full entry is ingested (added, updated, or unchanged when nothing it carries changed); a
   stored document with its external id under another access list is superseded, deleted;
+- an entry a sync job has ingested already (`Ingested`, at the job's end) is kept, the
+  documents of its external id under another access list deleted;
 - a reference `(external_id, version)` is unchanged when a visible document with that external
   id has that version, and `missing` otherwise (the caller sends it in full; nothing changes);
 - every visible document whose external id no entry names is deleted.
@@ -26,11 +28,12 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from app.db import bm25_upkeep
 from app.db.models import Bm25Corpus, Bm25Posting, Chunk, Collection, Document
 from app.db.tenancy import tenant_of
+from app.errors import Conflict
 from app.ingest.catalog import DOCUMENT_COLLECTION
-from app.ingest.entries import Reference
+from app.ingest.entries import Ingested, Reference
 from app.ingest.inputs import DocumentInput
 
-Entry = DocumentInput | Reference
+Entry = DocumentInput | Reference | Ingested
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,6 +53,29 @@ class Plan:
     missing: list[Reference] = field(default_factory=list)
     delete: list[Stored] = field(default_factory=list)
     stored: dict[str, list[Stored]] = field(default_factory=dict)  # by external id
+
+
+async def lock_collection(session: AsyncSession, tenant_id: str, collection: str) -> None:
+    """Hold the (tenant, collection) sync lock until the session's transaction ends: two
+    syncs of one collection, in requests or jobs, run one after the other."""
+    key = func.hashtextextended(f"rag-sync/{tenant_id}/{collection}", 0)
+    await session.execute(select(func.pg_advisory_xact_lock(key)))
+
+
+def check_deletions(
+    limit: int | float | None, deleting: int, visible: int, *, then: str = "nothing was changed"
+) -> None:
+    """409 when a sync would delete more than `limit` allows: a count, or a fraction of the
+    `visible` documents; `then` says what that leaves."""
+    if limit is None:
+        return
+    allowed = limit if isinstance(limit, int) else int(limit * visible)
+    if deleting > allowed:
+        raise Conflict(
+            f"the sync would delete {deleting} of {visible} documents, more than "
+            f"max_deletions allows ({allowed}); {then}",
+            extra={"deleting": deleting, "allowed": allowed},
+        )
 
 
 async def stored_documents(session: AsyncSession, collection: str) -> list[Stored]:
@@ -90,8 +116,10 @@ def plan(entries: Sequence[object], stored: Sequence[Stored]) -> Plan:
             else:
                 result.missing.append(entry)
             continue
-        result.ingest.append(entry)
-        result.delete.extend(d for d in have if d.access != entry.access)  # superseded
+        if isinstance(entry, DocumentInput):
+            result.ingest.append(entry)
+        if entry.access is not None:  # superseded
+            result.delete.extend(d for d in have if d.access != entry.access)
     result.delete.extend(d for d in stored if d.external_id not in named)
     result.delete.sort(key=lambda d: (d.external_id, str(d.document_id)))
     return result

@@ -9,8 +9,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
-from app.errors import Conflict, Unprocessable
+from app.errors import Unprocessable
 from app.ingest.entries import Reference
+from app.ingest.sync import check_deletions
 
 MAX_ENTRIES = 100_000  # a sync's entries; past the request size limit, send them as a job
 
@@ -59,13 +60,4 @@ class SyncInput:
 
     def check_deletions(self, deleting: int, visible: int) -> None:
         """409 when the sync would delete more than `max_deletions` allows."""
-        limit = self.max_deletions
-        if limit is None:
-            return
-        allowed = limit if isinstance(limit, int) else int(limit * visible)
-        if deleting > allowed:
-            raise Conflict(
-                f"the sync would delete {deleting} of {visible} documents, more than "
-                f"max_deletions allows ({allowed}); nothing was changed",
-                extra={"deleting": deleting, "allowed": allowed},
-            )
+        check_deletions(self.max_deletions, deleting, visible)

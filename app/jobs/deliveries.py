@@ -77,7 +77,20 @@ def payload(job: JobView) -> dict[str, Any]:
             "created_at": job.created_at.isoformat(),
             "started_at": None if job.started_at is None else job.started_at.isoformat(),
             "finished_at": ended.isoformat(),
+            "sync": _sync(job),
         },
+    }
+
+
+def _sync(job: JobView) -> dict[str, Any] | None:
+    """A sync job's collection, counts and receipt (its lists are read from the job)."""
+    if job.sync is None:
+        return None
+    outcome = job.sync.get("outcome")
+    return {
+        "collection": job.sync["collection"],
+        "counts": None if outcome is None else {k: len(v) for k, v in outcome.items()},
+        "receipt_id": None if job.receipt_id is None else str(job.receipt_id),
     }
 
 

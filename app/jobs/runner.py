@@ -11,11 +11,13 @@ from typing import Any
 
 from sqlalchemy import text
 
-from app.db.tenancy import SessionMaker, tenant_transaction
+from app.db.tenancy import SessionMaker, reading_as, tenant_transaction
 from app.jobs.callbacks import announce_end
 from app.jobs.store import FINAL, queue_turn
+from app.jobs.syncing import finish_sync
 from app.jobs.turn import JobServices, TransientFailure, ingest_turn
 from app.permissions import Readers
+from app.settings import Settings
 
 SUSPENDED = "stopped: the tenant was suspended"
 
@@ -48,8 +50,9 @@ async def run_turn(services: JobServices, *, job_id: uuid.UUID, tenant_id: str) 
         )
     readers = Readers.from_json(row.readers)
     await ingest_turn(services, job_id=job_id, tenant_id=tenant_id, readers=readers)
-    async with tenant_transaction(sessions, tenant_id) as session:
-        if await _finished(session, job_id=job_id, tenant_id=tenant_id):
+    # as the submitter: a sync job's end sees (and deletes) what its submitter may see
+    async with tenant_transaction(reading_as(sessions, readers), tenant_id) as session:
+        if await _finished(session, services.settings, job_id=job_id, tenant_id=tenant_id):
             return
         others = await session.scalar(
             text(
@@ -61,14 +64,16 @@ async def run_turn(services: JobServices, *, job_id: uuid.UUID, tenant_id: str) 
         await queue_turn(session, tenant_id=tenant_id, job_id=job_id, others=int(others or 0))
 
 
-async def _finished(session: Any, *, job_id: uuid.UUID, tenant_id: str) -> bool:
-    """Finish the job when it was cancelled, its tenant suspended, or no input is left."""
-    cancel, tenant_status, left = (
+async def _finished(session: Any, settings: Settings, *, job_id: uuid.UUID, tenant_id: str) -> bool:
+    """Finish the job when it was cancelled, its tenant suspended, or no input is left (a
+    sync job's sync ends with it: app/jobs/syncing.py)."""
+    cancel, tenant_status, left, syncing = (
         await session.execute(
             text(
                 "select cancel_requested, (select status from tenants where id = :tenant),"
                 " exists (select from ingest_job_inputs where tenant_id = :tenant"
-                " and job_id = :id) from ingest_jobs where tenant_id = :tenant and id = :id"
+                " and job_id = :id), sync is not null"
+                " from ingest_jobs where tenant_id = :tenant and id = :id"
             ),
             {"tenant": tenant_id, "id": job_id},
         )
@@ -77,9 +82,18 @@ async def _finished(session: Any, *, job_id: uuid.UUID, tenant_id: str) -> bool:
     suspended = tenant_status != "active"
     if left and not cancel and not suspended:
         return False
+    cancelled = bool(cancel) or suspended
     reason = SUSPENDED if suspended and not cancel else None
+    refused = None
+    if syncing and not cancelled:
+        refused = await finish_sync(session, settings, tenant_id=tenant_id, job_id=job_id)
     await _finish(
-        session, job_id, tenant_id=tenant_id, cancelled=bool(cancel) or suspended, error=reason
+        session,
+        job_id,
+        tenant_id=tenant_id,
+        cancelled=cancelled,
+        error=refused or reason,
+        failed=refused is not None,
     )
     return True
 
@@ -91,15 +105,23 @@ async def _finish(
     tenant_id: str,
     cancelled: bool,
     error: str | None = None,
+    failed: bool = False,
 ) -> None:
     await session.execute(
         text(
             "update ingest_jobs set status = case when :cancelled then 'cancelled'"
+            " when :failed then 'failed'"
             " when documents_failed = 0 then 'succeeded' when documents_done = 0 then 'failed'"
             " else 'partial' end, error = coalesce(:error, error), bytes_pending = 0,"
             " finished_at = now(), updated_at = now() where tenant_id = :tenant and id = :id"
         ),
-        {"cancelled": cancelled, "error": error, "tenant": tenant_id, "id": job_id},
+        {
+            "cancelled": cancelled,
+            "failed": failed,
+            "error": error,
+            "tenant": tenant_id,
+            "id": job_id,
+        },
     )
     await session.execute(
         text("delete from ingest_job_inputs where tenant_id = :tenant and job_id = :id"),

@@ -15,6 +15,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.db.tenancy import tenant_of
 from app.errors import NotFound, PayloadTooLarge, RateLimited
+from app.ingest.inputs import DocumentInput
 from app.jobs.callbacks import announce_end
 from app.permissions import Readers
 
@@ -33,6 +34,23 @@ class JobInput:
     source_type: str
     name: str | None = None
     fields: dict[str, Any] = field(default_factory=dict)
+
+
+def input_of(document: DocumentInput) -> JobInput:
+    """A document given whole (JSON text, not a file) as a job's input."""
+    content = document.content
+    fields = {
+        "title": document.title,
+        "external_id": document.external_id,
+        "collection": document.collection,
+        "source_url": document.source_url,
+        "metadata": dict(document.metadata),
+        "access": list(document.access),
+        "version": document.version,
+    }
+    if isinstance(content, str):
+        return JobInput(content.encode(), True, document.source_type.value, document.title, fields)
+    return JobInput(content, False, document.source_type.value, document.title, fields)
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,9 +86,14 @@ class JobView:
     callback_last_error: str | None
     callback_next_at: datetime | None
     callback_delivered_at: datetime | None
+    sync: dict[str, Any] | None  # a sync job's collection and outcome (without its request)
+    receipt_id: uuid.UUID | None  # a sync job's receipt, once it has ended
 
 
-_COLUMNS = ", ".join(JobView.__slots__)
+# a sync job's request (every name it holds: up to 100,000) stays out of the views
+_COLUMNS = ", ".join(
+    "sync - 'request' as sync" if name == "sync" else name for name in JobView.__slots__
+)
 
 
 # Jobs are the tenant's (queue limits count them all), but a job's results name the documents
@@ -91,11 +114,13 @@ async def submit_job(
     submitter: str,
     readers: Readers,
     callback_url: str | None = None,
+    sync: dict[str, Any] | None = None,
 ) -> uuid.UUID:
     """Store the job and its inputs and queue its first turn, atomically; 429/413 past the
     tenant's limits on queued jobs and queued bytes. The job's documents are written later as
     `readers` (who submitted it), and only `submitter` (or an all-documents caller) sees it.
-    A `callback_url` (checked by `check_callback_url`) is called when the job ends."""
+    A `callback_url` (checked by `check_callback_url`) is called when the job ends. A `sync`
+    (app/jobs/syncing.py) makes it a collection sync, finished when its inputs are done."""
     size = sum(len(item.content) for item in inputs)
     active, pending = (
         await session.execute(
@@ -121,8 +146,9 @@ async def submit_job(
     await session.execute(
         text(
             "insert into ingest_jobs (id, tenant_id, documents_total, bytes_total, bytes_pending,"
-            " submitter, readers, callback_url, callback_status) values (:id, :t, :n, :b, :b,"
-            " :who, cast(:readers as jsonb), :callback, :callback_status)"
+            " submitter, readers, callback_url, callback_status, sync) values (:id, :t, :n, :b,"
+            " :b, :who, cast(:readers as jsonb), :callback, :callback_status,"
+            " cast(:sync as jsonb))"
         ),
         {
             "id": job_id,
@@ -133,30 +159,32 @@ async def submit_job(
             "readers": json.dumps(readers.to_json()),
             "callback": callback_url,
             "callback_status": None if callback_url is None else "waiting",
+            "sync": None if sync is None else json.dumps(sync),
         },
     )
-    await session.execute(
-        text(
-            "insert into ingest_job_inputs (id, tenant_id, job_id, position, name, content,"
-            " is_text, source_type, fields, size_bytes) values (:id, :t, :job, :pos, :name,"
-            " :content, :is_text, :source_type, cast(:fields as jsonb), :size)"
-        ),
-        [
-            {
-                "id": uuid.uuid4(),
-                "t": tenant_id,
-                "job": job_id,
-                "pos": position,
-                "name": item.name,
-                "content": item.content,
-                "is_text": item.is_text,
-                "source_type": item.source_type,
-                "fields": json.dumps(item.fields),
-                "size": len(item.content),
-            }
-            for position, item in enumerate(inputs)
-        ],
-    )
+    if inputs:  # none in a sync of references only
+        await session.execute(
+            text(
+                "insert into ingest_job_inputs (id, tenant_id, job_id, position, name, content,"
+                " is_text, source_type, fields, size_bytes) values (:id, :t, :job, :pos, :name,"
+                " :content, :is_text, :source_type, cast(:fields as jsonb), :size)"
+            ),
+            [
+                {
+                    "id": uuid.uuid4(),
+                    "t": tenant_id,
+                    "job": job_id,
+                    "pos": position,
+                    "name": item.name,
+                    "content": item.content,
+                    "is_text": item.is_text,
+                    "source_type": item.source_type,
+                    "fields": json.dumps(item.fields),
+                    "size": len(item.content),
+                }
+                for position, item in enumerate(inputs)
+            ],
+        )
     await queue_turn(session, tenant_id=tenant_id, job_id=job_id, others=active)
     return job_id
 

@@ -19,20 +19,21 @@ import asyncio
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
-from sqlalchemy import func, select
-from sqlalchemy.ext.asyncio import AsyncSession
-
-from app.db.models import Document
 from app.db.tenancy import SessionMaker, readers_of_sessions, tenant_transaction
-from app.errors import AppError
+from app.errors import AppError, PayloadTooLarge, Unprocessable
 from app.ingest.catalog import DocumentChange, get_document, update_document
+from app.ingest.entries import Reference
 from app.ingest.inputs import DocumentInput
 from app.ingest.steps import prepare_slice
-from app.ingest.sync import Erased, Plan, Stored, erase, plan, stored_documents
+from app.ingest.sync import Plan, erase, lock_collection, plan, stored_documents
+from app.ingest.sync_receipt import deleted_entry, erased_entry, stored_of, sync_changes
 from app.inputs.sync import SyncInput
+from app.jobs import submit_job
+from app.jobs.store import input_of
+from app.jobs.syncing import request_of
 from app.operations.ingest import waited_for
+from app.operations.jobs import limits_of
 from app.receipts import SignedReceipt, read, record
 from app.resources import Resources
 from app.settings import Settings
@@ -57,7 +58,7 @@ async def sync(
 ) -> Synced:
     """Make `asked.collection` hold `asked.entries`, as the caller (`sessions`) sees it."""
     async with tenant_transaction(sessions, tenant_id) as guard:
-        await _lock(guard, tenant_id, asked.collection)
+        await lock_collection(guard, tenant_id, asked.collection)
         stored = await stored_documents(guard, asked.collection)
         todo = plan(asked.entries, stored)
         asked.check_deletions(len(todo.delete), len(stored))
@@ -79,10 +80,78 @@ async def sync(
             resources.settings,
             kind="sync",
             collection=asked.collection,
-            changes=await _changes(guard, done, written, todo.delete, erased),
+            changes=await sync_changes(
+                guard,
+                added=done.added,
+                updated=done.updated,
+                unchanged=len(done.unchanged),
+                missing=done.missing,
+                failed=[
+                    {"external_id": e, "status": error.status, "detail": error.detail}
+                    for e, error in done.failed
+                ],
+                written=written,
+                deleted=todo.delete,
+                erased=erased,
+            ),
         )
     resources.usage.record(tenant_id, "ingests", len(done.added) + len(done.updated))
     return done
+
+
+@dataclass(frozen=True, slots=True)
+class SyncJob:
+    """A sync accepted to run as a background job."""
+
+    job_id: uuid.UUID
+    documents: int  # full entries, ingested by the job
+    references: int
+    bytes: int
+
+
+async def submit(
+    resources: Resources,
+    sessions: SessionMaker,
+    tenant_id: str,
+    asked: SyncInput,
+    *,
+    submitter: str,
+    callback_url: str | None = None,
+) -> SyncJob:
+    """Queue `asked` as a background job (app/jobs/syncing.py): its `max_deletions` checked
+    now against what is stored (409, nothing queued) and again when the job ends."""
+    if asked.dry_run:
+        raise Unprocessable("a dry run answers at once: send it without `background`")
+    full = [e for e in asked.entries if isinstance(e, DocumentInput)]
+    references = [e for e in asked.entries if isinstance(e, Reference)]
+    settings = resources.settings
+    if len(full) > settings.job_max_documents:
+        raise PayloadTooLarge(
+            f"a sync job holds at most {settings.job_max_documents} full documents "
+            "(RAG_JOB_MAX_DOCUMENTS); send the others as references after ingesting them"
+        )
+    inputs = [input_of(document) for document in full]
+    async with tenant_transaction(sessions, tenant_id) as session:
+        stored = await stored_documents(session, asked.collection)
+        todo = plan(asked.entries, stored)
+        asked.check_deletions(len(todo.delete), len(stored))
+        job_id = await submit_job(
+            session,
+            tenant_id=tenant_id,
+            inputs=inputs,
+            limits=limits_of(settings),
+            submitter=submitter,
+            readers=readers_of_sessions(sessions),
+            callback_url=callback_url,
+            sync=request_of(
+                asked.collection,
+                full=[(d.external_id or "", d.access) for d in full],
+                references=[(r.external_id, r.version) for r in references],
+                max_deletions=asked.max_deletions,
+            ),
+        )
+    size = sum(len(item.content) for item in inputs)
+    return SyncJob(job_id, len(full), len(references), size)
 
 
 async def delete_document(
@@ -91,14 +160,14 @@ async def delete_document(
     """Delete a document the caller may see (404 otherwise) and its chunks; its receipt."""
     async with tenant_transaction(sessions, tenant_id) as session:
         found = await get_document(session, document_id)
-        gone = _stored(found.document)
+        gone = stored_of(found.document)
         erased = await erase(session, [document_id])
         return await record(
             session,
             settings,
             kind="delete",
             collection=found.collection,
-            changes={"deleted": [_deleted(gone)], "erased": _erased(erased)},
+            changes={"deleted": [deleted_entry(gone)], "erased": erased_entry(erased)},
         )
 
 
@@ -106,11 +175,6 @@ async def receipt(sessions: SessionMaker, tenant_id: str, receipt_id: uuid.UUID)
     """The tenant's receipt as signed; 404 when it has none of that id."""
     async with tenant_transaction(sessions, tenant_id) as session:
         return await read(session, receipt_id)
-
-
-async def _lock(session: AsyncSession, tenant_id: str, collection: str) -> None:
-    key = func.hashtextextended(f"rag-sync/{tenant_id}/{collection}", 0)
-    await session.execute(select(func.pg_advisory_xact_lock(key)))
 
 
 async def _predict(resources: Resources, sessions: SessionMaker, todo: Plan, done: Synced) -> None:
@@ -184,78 +248,3 @@ async def _ingest(
             written.append(outcome.document_id)
     done.unchanged.sort()
     return written
-
-
-async def _changes(
-    session: AsyncSession,
-    done: Synced,
-    written: list[uuid.UUID],
-    deleted: list[Stored],
-    erased: Erased,
-) -> dict[str, Any]:
-    """A sync receipt's body: the documents written and deleted with their content hashes."""
-    rows = await session.execute(
-        select(Document.id, Document.external_id, Document.content_hash, Document.version).where(
-            Document.id.in_(written)
-        )
-    )
-    now = {external_id: (i, h, v) for i, external_id, h, v in rows}
-
-    def entry(external_id: str) -> dict[str, Any]:
-        document_id, content_hash, version = now[external_id]
-        return {
-            "external_id": external_id,
-            "document_id": str(document_id),
-            "content_hash": content_hash,
-            "version": version,
-        }
-
-    return {
-        "added": [entry(e) for e in done.added if e in now],
-        "updated": [entry(e) for e in done.updated if e in now],
-        "deleted": [_deleted(d) for d in deleted],
-        "unchanged": len(done.unchanged),
-        "missing": done.missing,
-        "failed": [
-            {"external_id": e, "status": error.status, "detail": error.detail}
-            for e, error in done.failed
-        ],
-        "erased": _erased(erased),
-    }
-
-
-def _stored(document: Document) -> Stored:
-    return Stored(
-        document.id,
-        document.external_id,
-        document.version,
-        document.content_hash,
-        tuple(document.access),
-        document.chunk_count,
-    )
-
-
-def _deleted(document: Stored) -> dict[str, Any]:
-    return {
-        "external_id": document.external_id,
-        "document_id": str(document.document_id),
-        "content_hash": document.content_hash,
-        "version": document.version,
-        "chunks": document.chunks,
-    }
-
-
-def _erased(erased: Erased) -> dict[str, Any]:
-    """What the deletion removed and the check that nothing of it is left."""
-    return {
-        "documents": erased.documents,
-        "chunks": erased.chunks,
-        "vectors": erased.chunks + erased.documents,  # each chunk's, each document's mean
-        "keyword_postings": erased.postings,
-        "keyword_statistics": {
-            "chunks_before": erased.corpus_chunks_before,
-            "chunks_after": erased.corpus_chunks_after,
-        },
-        "remaining": {"chunks": erased.remaining_chunks, "postings": erased.remaining_postings},
-        "gone": erased.remaining_chunks == 0 and erased.remaining_postings == 0,
-    }

@@ -4,23 +4,28 @@ receipts of syncs and deletions (GET /api/rag/receipts/{id})."""
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import json
 from collections.abc import AsyncIterator
 from typing import Any
 
+import asyncpg
 import pytest
 from httpx import AsyncClient, Response
 from pydantic import SecretStr
 from sqlalchemy import func, select
+from sqlalchemy.engine import make_url
+from sqlalchemy.ext.asyncio import AsyncEngine
 from standardwebhooks.webhooks import Webhook
 
 from app.auth import issue_token
+from app.db.engine import create_sessionmaker
 from app.db.models import Bm25Corpus, Bm25Posting, Chunk, Document
 from app.db.tenancy import SessionMaker, tenant_transaction
 from app.settings import Settings
 from tests.api.calls import DOCUMENTS, assert_problem, keyword_hits, listing
-from tests.conftest import TenantClient, app_client, new_tenant, token_for
+from tests.conftest import DatabaseUrls, TenantClient, app_client, new_tenant, token_for
 from tests.fakes import WordHashEmbedder
 
 pytestmark = pytest.mark.on_citus
@@ -318,3 +323,85 @@ async def test_a_changed_access_list_moves_the_document_instead_of_copying_it(
     assert moved["deleted"] == []
     after = (await external_ids(tenant))["login.md"]
     assert (after["document_id"], after["access"]) == (before["document_id"], [mine])
+
+
+async def test_a_tenant_deletion_has_a_receipt_that_outlives_the_tenant(
+    app_engine: AsyncEngine, settings: Settings, embedder: WordHashEmbedder, database: DatabaseUrls
+) -> None:
+    committed = create_sessionmaker(app_engine)  # read back as the superuser, so committed
+    signed = settings.model_copy(update={"webhook_secret": SecretStr(SECRET)})
+    async with app_client(signed, committed, embedder) as http:
+        tenant = await new_tenant(http, settings, committed)
+        await synced(tenant, HELP)
+        await synced(tenant, [page("faq.md", "Quokkas answer the phone.")], collection="faq")
+        operator = await new_tenant(http, settings, committed, scopes="rag:admin")
+        admin = operator.headers  # an admin token of another tenant: this one's are refused
+        url = f"/api/admin/tenants/{tenant.tenant_id}"
+        assert (await http.post(f"{url}/suspend", headers=admin)).status_code == 200
+        deleted = await http.delete(url, params={"confirm": tenant.tenant_id}, headers=admin)
+        assert deleted.status_code == 204, deleted.text
+        receipt_id = deleted.headers["Receipt-Id"]
+        response = await http.get(f"{url}/receipts/{receipt_id}", headers=admin)
+        assert response.status_code == 200, response.text
+        foreign = await http.get(f"/api/admin/tenants/other/receipts/{receipt_id}", headers=admin)
+        assert_problem(foreign, 404)
+
+    body = Webhook(SECRET).verify(response.content, dict(response.headers))
+    assert (body["kind"], body["tenant_id"], body["collection"]) == (
+        "tenant_delete",
+        tenant.tenant_id,
+        None,
+    )
+    assert body["collections"] == [
+        {"collection": "faq", "documents": 1, "chunks": 1},
+        {"collection": "help", "documents": 3, "chunks": 3},
+    ]
+    erased = body["erased"]
+    assert erased["rows"]["documents"] == 4
+    assert erased["rows"]["bm25_postings"] > 0
+    assert set(erased["remaining"].values()) == {0}
+    assert erased["gone"] is True
+    # read as the superuser, past row-level security: nothing of the tenant's data is left
+    url_of = make_url(database.owner_url)
+    superuser = make_url(database.superuser_url).set(database=url_of.database)
+    connection = await asyncpg.connect(superuser.render_as_string(hide_password=False))
+    try:
+        for table in erased["rows"]:
+            left = await connection.fetchval(
+                f"select count(*) from {table} where tenant_id = $1", tenant.tenant_id
+            )
+            assert left == 0, table
+        kept = await connection.fetchval(
+            "select count(*) from receipts where tenant_id = $1", tenant.tenant_id
+        )
+    finally:
+        await connection.close()
+    assert kept == 3  # the two syncs' and the deletion's
+    async with app_client(signed, committed, embedder) as http:
+        # the id created again starts without the receipts of the tenant that held it
+        await http.post("/api/admin/tenants", json={"id": tenant.tenant_id}, headers=admin)
+        again = await http.get(f"/api/rag/receipts/{receipt_id}", headers=tenant.headers)
+        assert_problem(again, 404)
+        still = await http.get(f"{url}/receipts/{receipt_id}", headers=admin)  # the admin's
+        assert still.content == response.content
+
+
+async def test_two_syncs_of_one_collection_at_once_run_one_after_the_other(
+    app_engine: AsyncEngine, settings: Settings, embedder: WordHashEmbedder
+) -> None:
+    committed = create_sessionmaker(app_engine)  # two transactions at once: committed
+    first = [page(f"a{n}.md", f"Alpacas graze on hill {n}.") for n in range(3)]
+    second = [page(f"b{n}.md", f"Bison roam the plain {n}.") for n in range(2)]
+    async with app_client(settings, committed, embedder) as http:
+        tenant = await new_tenant(http, settings, committed, tier="enterprise")
+        for _ in range(3):
+            replies = await asyncio.gather(synced(tenant, first), synced(tenant, second))
+            names = set(await external_ids(tenant))
+            # the one that ran second planned against what the first left: exactly its own
+            # documents remain, and it deleted every document the other one wrote
+            assert names in ({"a0.md", "a1.md", "a2.md"}, {"b0.md", "b1.md"}), names
+            last = replies[0] if names == {e["external_id"] for e in first} else replies[1]
+            other = replies[1] if last is replies[0] else replies[0]
+            assert set(other["added"]) | set(other["updated"]) | set(other["unchanged"]) <= set(
+                last["deleted"]
+            ) | set(last["unchanged"]), (last, other)

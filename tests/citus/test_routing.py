@@ -109,6 +109,16 @@ async def test_every_door_of_a_tenant_is_served_by_its_shard(tenant: TenantClien
     await ok("POST", "/api/rag/dedupe", json={"similarity_threshold": 0.5, "dry_run": True})
     await ok("POST", "/api/rag/dedupe", json={"similarity_threshold": 0.99, "dry_run": False})
     await ok("DELETE", f"/api/rag/documents/{ids['nickel']}")
+    sync = "/api/rag/collections/metals/sync"
+    entries = [
+        {"external_id": "tin.md", "version": "v0"},
+        {"external_id": "lead.md", "content": "Lead shields the x-ray room."},
+    ]
+    await ok("POST", sync, json={"documents": entries, "dry_run": True})
+    synced = await ok("POST", sync, json={"documents": entries})
+    await ok("GET", f"/api/rag/receipts/{synced['receipt']['receipt_id']}")  # type: ignore[index]
+    queued = await ok("POST", sync, json={"documents": entries, "background": True})
+    await ok("DELETE", f"/api/rag/jobs/{queued['job_id']}")
     job = await ok("POST", "/api/rag/jobs", json={"documents": batch})
     await ok("GET", f"/api/rag/jobs/{job['job_id']}")
     await ok("GET", "/api/rag/jobs")

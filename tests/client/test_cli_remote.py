@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from rag_client import NotFound, RagClient
+from rag_client import DocumentReference, NewDocument, NotFound, RagClient
 from rich.console import Console
 
 from app.cli.options import Remote
@@ -154,6 +154,32 @@ def test_sync_mirrors_a_folder_and_deletes_what_was_removed(
     assert receipt["kind"] == "sync"
     assert [d["external_id"] for d in receipt["deleted"]] == ["sub/bread.txt"]
     assert receipt["erased"]["gone"] is True
+
+
+def test_the_client_runs_a_sync_in_the_background(live: LiveService) -> None:
+    token = live.token(live.tenant())
+    first = [
+        NewDocument(content=f"Page {n} about geysers.", external_id=f"p{n}.md") for n in (1, 2)
+    ]
+    with RagClient(live.url, token) as rag:
+        rag.sync("bg", first)
+        accepted = rag.sync_in_background(
+            "bg",
+            [
+                NewDocument(content="Geysers erupt on a schedule.", external_id="p3.md"),
+                DocumentReference(external_id="p1.md", version="none"),
+            ],
+        )
+        job = rag.wait(accepted.job_id, poll_seconds=0.2, timeout_seconds=120)
+        assert job.sync is not None, job
+        assert job.sync.outcome is not None, job
+        assert job.sync.outcome["added"] == ["p3.md"]
+        assert job.sync.outcome["missing"] == ["p1.md"]  # stored without that version: kept
+        assert job.sync.outcome["deleted"] == ["p2.md"]
+        receipt = rag.receipt(str(job.sync.receipt_id))
+        left = sorted(str(d.external_id) for d in rag.iter_documents(collection="bg"))
+    assert receipt["kind"] == "sync"
+    assert left == ["p1.md", "p3.md"]
 
 
 def test_refusals_are_one_line_with_a_hint(live: LiveService, env: dict[str, str]) -> None:

@@ -62,7 +62,7 @@ async def workers(
     concurrency: int = 1,
     turn_documents: int = 2,
 ) -> AsyncIterator[None]:
-    services = JobServices(sessions, embedder, small_chunker(), Parser(), turn_documents)
+    services = JobServices(sessions, embedder, small_chunker(), Parser(), turn_documents, settings)
     async with background_workers(settings, services, concurrency=concurrency):
         yield
 

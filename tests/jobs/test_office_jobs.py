@@ -28,7 +28,7 @@ async def sandboxed_workers(
 ) -> AsyncIterator[None]:
     """A job worker as `rag serve` runs it: files read in killable worker processes."""
     with sandboxed_parser(settings) as parser:
-        services = JobServices(sessions, embedder, small_chunker(), parser, 2)
+        services = JobServices(sessions, embedder, small_chunker(), parser, 2, settings)
         async with background_workers(settings, services, concurrency=1):
             yield
 

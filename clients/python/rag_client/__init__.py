@@ -55,6 +55,8 @@ from rag_client.job_models import (
     JobCallback,
     JobPage,
     JobStatus,
+    JobSync,
+    SyncJobAccepted,
 )
 from rag_client.models import (
     BatchItem,
@@ -129,6 +131,7 @@ __all__ = [
     "JobCounts",
     "JobPage",
     "JobStatus",
+    "JobSync",
     "MergeStrategy",
     "NewDocument",
     "NotFound",
@@ -151,6 +154,7 @@ __all__ = [
     "SourceType",
     "StoredChunk",
     "SyncFailure",
+    "SyncJobAccepted",
     "SyncResult",
     "Tenant",
     "TenantPage",

@@ -26,7 +26,7 @@ from rag_client.base import (
 from rag_client.calls import job_submission
 from rag_client.catalog_models import CollectionList, DocumentChunks, FormatList, Identity
 from rag_client.errors import ProblemError
-from rag_client.job_models import Job, JobAccepted, JobPage, JobStatus
+from rag_client.job_models import Job, JobAccepted, JobPage, JobStatus, SyncJobAccepted
 from rag_client.models import (
     BatchResult,
     CitationStyle,
@@ -204,6 +204,27 @@ class AsyncRagClient:
         )
         return await self._send(call)
 
+    async def sync_in_background(
+        self,
+        collection: str,
+        documents: Sequence[NewDocument | DocumentReference],
+        *,
+        allow_empty: bool = False,
+        max_deletions: int | float | None = None,
+        callback_url: str | None = None,
+    ) -> SyncJobAccepted:
+        """The same sync as a background job, for more full documents than one request may
+        embed: follow it with `job(accepted.job_id)`, whose `sync` has the outcome and the
+        receipt once it has ended; `callback_url` is called (signed) when it does."""
+        call = calls.sync_in_background(
+            collection,
+            documents,
+            allow_empty=allow_empty,
+            max_deletions=max_deletions,
+            callback_url=callback_url,
+        )
+        return await self._send(call)
+
     async def receipt(self, receipt_id: uuid.UUID | str) -> dict[str, JsonValue]:
         """A sync's or a deletion's receipt, as signed (docs/SYNC.md)."""
         return await self._send(calls.receipt(receipt_id))
@@ -335,9 +356,16 @@ class AsyncRagClient:
     async def activate_tenant(self, tenant_id: str) -> Tenant:
         return await self._send(calls.activate_tenant(tenant_id))
 
-    async def delete_tenant(self, tenant_id: str, *, confirm: str) -> None:
-        """Delete a tenant and its documents; `confirm` must repeat the tenant id."""
-        await self._send(calls.delete_tenant(tenant_id, confirm=confirm))
+    async def delete_tenant(self, tenant_id: str, *, confirm: str) -> uuid.UUID | None:
+        """Delete a tenant and its documents; `confirm` must repeat the tenant id. The id of
+        the deletion's receipt (`tenant_receipt()`)."""
+        return await self._send(calls.delete_tenant(tenant_id, confirm=confirm))
+
+    async def tenant_receipt(
+        self, tenant_id: str, receipt_id: uuid.UUID | str
+    ) -> dict[str, JsonValue]:
+        """One of a tenant's receipts as signed, its deletion's included (kept after it)."""
+        return await self._send(calls.tenant_receipt(tenant_id, receipt_id))
 
     async def tiers(self) -> TierList:
         return await self._send(calls.tiers())

@@ -25,7 +25,7 @@ from rag_client.admin_models import (
     TierList,
 )
 from rag_client.catalog_models import CollectionList, DocumentChunks, FormatList, Identity
-from rag_client.job_models import Job, JobAccepted, JobPage, JobStatus
+from rag_client.job_models import Job, JobAccepted, JobPage, JobStatus, SyncJobAccepted
 from rag_client.models import (
     BatchResult,
     CitationStyle,
@@ -256,6 +256,28 @@ def sync(
     return Call("POST", path, _reads(SyncResult), json=body)
 
 
+def sync_in_background(
+    collection: str,
+    documents: Sequence[NewDocument | DocumentReference],
+    *,
+    allow_empty: bool = False,
+    max_deletions: int | float | None = None,
+    callback_url: str | None = None,
+) -> Call[SyncJobAccepted]:
+    """The same sync as a background job (202): follow it with `job()`."""
+    body: dict[str, JsonValue] = {
+        "documents": [_body(document) for document in documents],
+        "allow_empty": allow_empty,
+        "background": True,
+    }
+    if max_deletions is not None:
+        body["max_deletions"] = max_deletions
+    if callback_url is not None:
+        body["callback_url"] = callback_url
+    path = f"{RAG}/collections/{quote(collection, safe='')}/sync"
+    return Call("POST", path, _reads(SyncJobAccepted), json=body)
+
+
 def receipt(receipt_id: uuid.UUID | str) -> Call[dict[str, JsonValue]]:
     """A receipt's body as signed (verify the raw reply with the webhook secret)."""
     return Call("GET", f"{RAG}/receipts/{_id(receipt_id)}", _json_object)
@@ -434,9 +456,16 @@ def activate_tenant(tenant_id: str) -> Call[Tenant]:
     return Call("POST", f"{ADMIN}/tenants/{_id(tenant_id)}/activate", _reads(Tenant))
 
 
-def delete_tenant(tenant_id: str, *, confirm: str) -> Call[None]:
+def delete_tenant(tenant_id: str, *, confirm: str) -> Call[uuid.UUID | None]:
+    """The deletion's receipt id (None from a service older than receipts)."""
     params = _params(confirm=confirm)
-    return Call("DELETE", f"{ADMIN}/tenants/{_id(tenant_id)}", _nothing, params=params)
+    return Call("DELETE", f"{ADMIN}/tenants/{_id(tenant_id)}", _receipt_id, params=params)
+
+
+def tenant_receipt(tenant_id: str, receipt_id: uuid.UUID | str) -> Call[dict[str, JsonValue]]:
+    """One of a tenant's receipts as signed, its deletion's included (rag:admin)."""
+    path = f"{ADMIN}/tenants/{_id(tenant_id)}/receipts/{_id(receipt_id)}"
+    return Call("GET", path, _json_object)
 
 
 def tiers() -> Call[TierList]:

@@ -25,7 +25,7 @@ from rag_client.base import (
 from rag_client.calls import job_submission
 from rag_client.catalog_models import CollectionList, DocumentChunks, FormatList, Identity
 from rag_client.errors import ProblemError
-from rag_client.job_models import Job, JobAccepted, JobPage, JobStatus
+from rag_client.job_models import Job, JobAccepted, JobPage, JobStatus, SyncJobAccepted
 from rag_client.models import (
     BatchResult,
     CitationStyle,
@@ -202,6 +202,27 @@ class RagClient:
         )
         return self._send(call)
 
+    def sync_in_background(
+        self,
+        collection: str,
+        documents: Sequence[NewDocument | DocumentReference],
+        *,
+        allow_empty: bool = False,
+        max_deletions: int | float | None = None,
+        callback_url: str | None = None,
+    ) -> SyncJobAccepted:
+        """The same sync as a background job, for more full documents than one request may
+        embed: follow it with `job(accepted.job_id)`, whose `sync` has the outcome and the
+        receipt once it has ended; `callback_url` is called (signed) when it does."""
+        call = calls.sync_in_background(
+            collection,
+            documents,
+            allow_empty=allow_empty,
+            max_deletions=max_deletions,
+            callback_url=callback_url,
+        )
+        return self._send(call)
+
     def receipt(self, receipt_id: uuid.UUID | str) -> dict[str, JsonValue]:
         """A sync's or a deletion's receipt, as signed (docs/SYNC.md)."""
         return self._send(calls.receipt(receipt_id))
@@ -332,9 +353,14 @@ class RagClient:
     def activate_tenant(self, tenant_id: str) -> Tenant:
         return self._send(calls.activate_tenant(tenant_id))
 
-    def delete_tenant(self, tenant_id: str, *, confirm: str) -> None:
-        """Delete a tenant and its documents; `confirm` must repeat the tenant id."""
-        self._send(calls.delete_tenant(tenant_id, confirm=confirm))
+    def delete_tenant(self, tenant_id: str, *, confirm: str) -> uuid.UUID | None:
+        """Delete a tenant and its documents; `confirm` must repeat the tenant id. The id of
+        the deletion's receipt (`tenant_receipt()`)."""
+        return self._send(calls.delete_tenant(tenant_id, confirm=confirm))
+
+    def tenant_receipt(self, tenant_id: str, receipt_id: uuid.UUID | str) -> dict[str, JsonValue]:
+        """One of a tenant's receipts as signed, its deletion's included (kept after it)."""
+        return self._send(calls.tenant_receipt(tenant_id, receipt_id))
 
     def tiers(self) -> TierList:
         return self._send(calls.tiers())

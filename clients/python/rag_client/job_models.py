@@ -72,6 +72,22 @@ class JobCallback(Reply):
     delivered_at: datetime | None = None
 
 
+class SyncJobAccepted(JobAccepted):
+    """A collection sync accepted as a background job."""
+
+    references: int
+    location: str
+
+
+class JobSync(Reply):
+    """The collection sync a job runs: its outcome (external ids under `added`, `updated`,
+    `unchanged`, `deleted`, `missing`, and `failed` entries) and receipt once it has ended."""
+
+    collection: str
+    outcome: dict[str, JsonValue] | None = None
+    receipt_id: uuid.UUID | None = None
+
+
 class Job(Reply):
     job_id: uuid.UUID
     status: JobStatus
@@ -82,6 +98,7 @@ class Job(Reply):
     turns: int
     timings: JobTimings
     callback: JobCallback | None = None
+    sync: JobSync | None = None
 
 
 class JobPage(Reply):
