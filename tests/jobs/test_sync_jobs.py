@@ -15,9 +15,9 @@ from app.jobs.deliveries import payload
 from app.jobs.store import get_job_of
 from app.settings import Settings
 from tests.api.calls import assert_problem, listing
-from tests.conftest import TenantClient
+from tests.conftest import TenantClient, token_for
 from tests.fakes import WordHashEmbedder
-from tests.jobs.conftest import finished, job_state, workers
+from tests.jobs.conftest import finished, job_state, wait_for, workers
 
 pytestmark = pytest.mark.on_citus
 
@@ -186,3 +186,35 @@ async def test_what_a_background_sync_refuses(owner_a: TenantClient, body: Json,
     problem = assert_problem(await sync(owner_a, [page("new.md", "Hi.")], **body), 422)
     assert said in problem["detail"]
     assert sorted(await stored(owner_a)) == ["backups.md", "login.md", "printers.md"]
+
+
+async def test_a_suspended_tenants_sync_job_stops_and_deletes_nothing(
+    owner_a: TenantClient,
+    owner_b: TenantClient,
+    settings: Settings,
+    committed: SessionMaker,
+    embedder: WordHashEmbedder,
+) -> None:
+    await seeded(owner_a)
+    reply = await sync(owner_a, [page("new.md", "A new page.")], background=True)
+    assert reply.status_code == 202, reply.text
+    admin = {"Authorization": f"Bearer {token_for(settings, owner_b.tenant_id, 'rag:admin')}"}
+    url = f"/api/admin/tenants/{owner_a.tenant_id}"
+    assert (await owner_a.http.post(f"{url}/suspend", headers=admin)).status_code == 200
+    async with workers(settings, committed, embedder):
+        await wait_for(lambda: _ended(committed, owner_a.tenant_id, reply.json()["job_id"]))
+    refused = await sync(owner_a, [page("new.md", "A new page.")], background=True)
+    assert_problem(refused, 403)  # refused like any write
+    assert (await owner_a.http.post(f"{url}/activate", headers=admin)).status_code == 200
+    state = await job_state(owner_a, reply.json()["job_id"])
+    assert state["status"] == "cancelled"
+    assert state["error"] == "stopped: the tenant was suspended"
+    assert state["sync"]["outcome"] is None
+    assert sorted(await stored(owner_a)) == ["backups.md", "login.md", "printers.md"]
+
+
+async def _ended(sessions: SessionMaker, tenant_id: str, job_id: str) -> Json | None:
+    async with tenant_transaction(sessions, tenant_id) as session:
+        job = await get_job_of(session, tenant_id=tenant_id, job_id=uuid.UUID(job_id))
+    assert job is not None
+    return None if job.status in ("queued", "running") else {"status": job.status}
