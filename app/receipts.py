@@ -94,13 +94,15 @@ async def record(
 
 
 async def read(
-    session: AsyncSession, receipt_id: uuid.UUID, *, any_owner: bool = False
+    session: AsyncSession, receipt_id: uuid.UUID, *, of_any_owner: str | None = None
 ) -> SignedReceipt:
     """The tenant's receipt, as signed; 404 when it has none of that id. A tenant id created
     again after a deletion reads only its own receipts, not those of the tenant that held the
-    id before (`any_owner`: the admin, who reads both)."""
+    id before (`of_any_owner`: that tenant id's, for the admin, who reads both)."""
     stmt = select(Receipt).where(Receipt.id == receipt_id)
-    if not any_owner:
+    if of_any_owner is not None:
+        stmt = stmt.where(Receipt.tenant_id == of_any_owner)  # a registry transaction: routed
+    else:
         # receipts are stamped to the second (the signature's timestamp)
         since = select(func.date_trunc("second", Tenant.created_at)).where(
             Tenant.id == Receipt.tenant_id
