@@ -7,7 +7,7 @@ import io
 import struct
 import zipfile
 
-from tests.ingest.office import docx_bytes, xlsx_bytes, zip_of
+from tests.ingest.office import docx_bytes, odt_bytes, xlsx_bytes, zip_of
 
 _W = "http://schemas.openxmlformats.org/wordprocessingml/2006/main"
 
@@ -77,6 +77,18 @@ def laughing_docx() -> bytes:
         "<w:body><w:p><w:r><w:t>&lol9;</w:t></w:r></w:p></w:body></w:document>"
     )
     return replaced(docx_bytes(), "word/document.xml", body.encode())
+
+
+def spaced_odt(elements: int = 3_400_000) -> bytes:
+    """An ODT paragraph of `elements` space elements (`<text:s/>`): 58 KB zipped, 29 MB of
+    XML, 3.4 million nodes as a tree (issue 47: a parse worker grew to 600 MB on it)."""
+    return odt_bytes(body="<text:p>" + "<text:s/>" * elements + "</text:p>")
+
+
+def crowded_runs_docx(elements: int = 3_000_000) -> bytes:
+    """A Word paragraph of `elements` empty runs: the same attack on document.xml."""
+    body = f'<w:document xmlns:w="{_W}"><w:body><w:p>{"<w:r/>" * elements}</w:p></w:body>'
+    return replaced(docx_bytes(), "word/document.xml", (body + "</w:document>").encode())
 
 
 _SHEET_NS = "http://schemas.openxmlformats.org/spreadsheetml/2006/main"

@@ -56,7 +56,7 @@ class _RowTags:
 def parse_xlsx(data: bytes, limits: ParseLimits) -> ParsedDocument:
     """Row sections of every worksheet, in the workbook's order; the title is the workbook's
     Title property (none otherwise: the first chunk's text would be a header row)."""
-    with vetted(data, limits, watch=_RowTags(limits)) as archive:
+    with vetted(data, limits, watch=_RowTags(limits), trees=False) as archive:
         try:
             book = open_workbook(archive, limits)
             sections = list(_sections(book, limits))
