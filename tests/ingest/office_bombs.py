@@ -94,6 +94,13 @@ def crowded_runs_docx(elements: int = 3_000_000) -> bytes:
 _SHEET_NS = "http://schemas.openxmlformats.org/spreadsheetml/2006/main"
 
 
+def crowded_styles_xlsx(elements: int = 3_000_000) -> bytes:
+    """A workbook whose styles (read as a tree, unlike its streamed sheets) are millions of
+    empty elements."""
+    styles = f'<styleSheet xmlns="{_SHEET_NS}"><fonts>{"<font/>" * elements}</fonts></styleSheet>'
+    return replaced(xlsx_bytes(), "xl/styles.xml", styles.encode())
+
+
 def empty_rows_xlsx(rows: int = 1_000_000) -> bytes:
     """A workbook whose first sheet holds `rows` empty rows (a dimension that says one cell,
     so no reader has to scan it first)."""

@@ -248,7 +248,9 @@ def test_a_header_too_long_to_repeat_is_a_chunk_of_its_own() -> None:
 
 
 @pytest.mark.parametrize(
-    "data", [bombs.spaced_odt(), bombs.crowded_runs_docx()], ids=["odt-spaces", "docx-runs"]
+    "data",
+    [bombs.spaced_odt(), bombs.crowded_runs_docx(), bombs.crowded_styles_xlsx()],
+    ids=["odt-spaces", "docx-runs", "xlsx-styles"],
 )
 def test_millions_of_tiny_xml_elements_are_413_before_a_tree_is_built(data: bytes) -> None:
     """Counted while the member streams in: refused in seconds, in tens of megabytes."""

@@ -12,7 +12,7 @@ vetted before a format reader sees it:
    (zipfile also stops a member at its declared size and then fails its CRC, so a member
    that lies about its size is corrupt: 422);
 4. each XML member is walked as it streams in (xmlsafe.py): nesting, entity expansion, and
-   the elements of a member the reader builds a tree of (`trees`).
+   the elements of a member the reader builds a tree of (all but those it `streams`).
 
 The readers (python-docx, python-pptx, lxml) then open what was vetted.
 """
@@ -64,19 +64,25 @@ def vetted(
     *,
     lenient_xml: bool = False,
     watch: Callable[[bytes], None] | None = None,
-    trees: bool = True,
+    streams: Callable[[str], bool] | None = None,
 ) -> zipfile.ZipFile:
     """The archive after every member passed the limits (see the module's docstring);
     `lenient_xml` tolerates malformed XML (EPUB's XHTML), never deep nesting. `watch` sees
     every XML member's bytes as they are inflated, before they are vetted, and may refuse.
-    `trees`: the reader builds a tree of each XML member (its elements are counted); False
-    for a reader that streams them (a workbook's, bounded by its rows)."""
+    The reader builds a tree of each XML member (its elements are counted) but those that
+    `streams(name)` says it streams (a workbook's sheets, bounded by their rows)."""
     archive = open_zip(data)
     check_declared(archive, limits)
     total = 0
     for info in archive.infolist():
         total += _inflate(
-            archive, info, limits, lenient_xml=lenient_xml, before=total, watch=watch, tree=trees
+            archive,
+            info,
+            limits,
+            lenient_xml=lenient_xml,
+            before=total,
+            watch=watch,
+            tree=streams is None or not streams(info.filename),
         )
     return archive
 
