@@ -166,6 +166,7 @@ def parse_limits(settings: Settings) -> ParseLimits:
         max_unzipped_bytes=settings.parse_max_unzipped_bytes,
         max_rows=settings.parse_max_rows,
         max_xml_depth=settings.parse_max_xml_depth,
+        max_xml_elements=settings.parse_max_xml_elements,
         inline_bytes=settings.parse_inline_bytes,
     )
 

@@ -204,6 +204,7 @@ class Settings(BaseSettings):
     parse_max_unzipped_bytes: int = Field(default=256 * 1024 * 1024, ge=1024)  # a whole ZIP
     parse_max_rows: int = Field(default=200_000, ge=1)  # a workbook's rows, empty ones included
     parse_max_xml_depth: int = Field(default=128, ge=8, le=10_000)
+    parse_max_xml_elements: int = Field(default=1_000_000, ge=1_000)  # one member read as a tree
     parse_workers: int = Field(default=1, ge=1, le=64)  # processes reading PDFs, Office files
     # address space of each parse worker, MiB (RLIMIT_AS; 0: unbounded): past it a 422
     parse_max_memory_mb: int = Field(default=768, ge=0)

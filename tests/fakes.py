@@ -7,6 +7,7 @@ import re
 from collections.abc import Sequence
 from pathlib import Path
 
+import anyio
 import numpy as np
 
 from app.embeddings import EmbeddingError
@@ -53,6 +54,24 @@ class WordHashEmbedder:
 
     async def aclose(self) -> None:
         return None
+
+
+class PacedEmbedder(WordHashEmbedder):
+    """Embeds documents `batch` texts at a time with a pause after each batch, as a model or a
+    provider does: a large document takes seconds, and `documents_embedded` grows as it goes."""
+
+    def __init__(self, dimensions: int = 384, *, batch: int = 8, pause: float = 0.05) -> None:
+        super().__init__(dimensions)
+        self.batch, self.pause = batch, pause
+
+    async def embed_documents(self, texts: Sequence[str]) -> list[list[float]]:
+        self.document_calls += 1
+        vectors: list[list[float]] = []
+        for start in range(0, len(texts), self.batch):
+            await anyio.sleep(self.pause)
+            vectors += [self.vector(text) for text in texts[start : start + self.batch]]
+            self.documents_embedded += len(texts[start : start + self.batch])
+        return vectors
 
 
 class FailingEmbedder(WordHashEmbedder):

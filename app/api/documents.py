@@ -5,10 +5,11 @@ from __future__ import annotations
 import uuid
 from typing import Annotated
 
-from fastapi import APIRouter, Body, File, Form, Query, Response, UploadFile, status
+from fastapi import APIRouter, Body, File, Form, Query, Request, Response, UploadFile, status
 
 from app.api import examples
 from app.api.deps import Caller, IngestCaller, ResourcesDep, SearchCaller
+from app.api.disconnects import while_connected
 from app.api.documents_models import (
     BatchIn,
     BatchItem,
@@ -43,9 +44,14 @@ from app.storable import MAX_OFFSET
 router = APIRouter(prefix="/api/rag/documents", tags=["documents"], responses=GATED)
 
 
-async def _ingest(resources: Resources, caller: Caller, document: DocumentInput) -> IngestOut:
+async def _ingest(
+    request: Request, resources: Resources, caller: Caller, document: DocumentInput
+) -> IngestOut:
+    """Ingest one document, stopped if the client leaves first (app/api/disconnects.py)."""
     sessions = caller.sessions(resources)
-    result = await ingesting.ingest(resources, sessions, caller.tenant_id, document)
+    result = await while_connected(
+        request, lambda: ingesting.ingest(resources, sessions, caller.tenant_id, document)
+    )
     return IngestOut.from_result(result)
 
 
@@ -59,10 +65,11 @@ async def create_document(
     body: Annotated[DocumentIn, Body(openapi_examples=examples.DOCUMENT)],
     caller: IngestCaller,
     resources: ResourcesDep,
+    request: Request,
     response: Response,
 ) -> IngestOut:
     """Ingest one document; the same `external_id` again updates it (200 if unchanged)."""
-    out = await _ingest(resources, caller, to_input(body))
+    out = await _ingest(request, resources, caller, to_input(body))
     response.status_code = status.HTTP_201_CREATED if out.changed else status.HTTP_200_OK
     return out
 
@@ -72,15 +79,17 @@ async def create_documents(
     body: Annotated[BatchIn, Body(openapi_examples=examples.BATCH)],
     caller: IngestCaller,
     resources: ResourcesDep,
+    request: Request,
 ) -> BatchOut:
     """Ingest several documents through the ingestion pipeline (slices parsed, embedded and
     written at the same time); each document is still all-or-nothing, and failures are
     reported per item."""
-    outcomes = await ingesting.ingest_batch(
-        resources,
-        caller.sessions(resources),
-        caller.tenant_id,
-        [to_input(document) for document in body.documents],
+    documents = [to_input(document) for document in body.documents]
+    outcomes = await while_connected(
+        request,
+        lambda: ingesting.ingest_batch(
+            resources, caller.sessions(resources), caller.tenant_id, documents
+        ),
     )
     items: list[BatchItem] = []
     for index, outcome in enumerate(outcomes):
@@ -101,6 +110,7 @@ async def create_documents(
 async def upload_document(
     caller: IngestCaller,
     resources: ResourcesDep,
+    request: Request,
     response: Response,
     file: Annotated[
         UploadFile,
@@ -142,7 +152,7 @@ async def upload_document(
         access=access_form(access),
         version=version,
     )
-    out = await _ingest(resources, caller, document)
+    out = await _ingest(request, resources, caller, document)
     response.status_code = status.HTTP_201_CREATED if out.changed else status.HTTP_200_OK
     return out
 

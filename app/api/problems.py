@@ -106,8 +106,9 @@ async def _body_too_large(_request: Request, exc: Exception) -> JSONResponse:
 
 async def _client_gone(_request: Request, exc: Exception) -> JSONResponse:
     """The connection ended while the route read the body (the client left, or its body did
-    not arrive in time and the server answered 408 itself): nobody reads this reply."""
-    _log.info("the client's connection ended before its request body was read")
+    not arrive in time and the server answered 408 itself), or while a synchronous ingest was
+    under way (app/api/disconnects.py, which logs what it stopped): nobody reads this reply."""
+    _log.info("the client's connection ended before its reply")
     return problem_response(
         status=400, title="Bad request", detail="the connection ended", slug="client-gone"
     )

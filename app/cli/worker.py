@@ -38,7 +38,7 @@ def worker(
 
 async def _work(settings: Settings, concurrency: int) -> None:
     from app.cli.services import open_services
-    from app.jobs.queue import run_workers, stop_workers
+    from app.jobs.queue import Turns, run_workers, stop_workers
     from app.jobs.runner import JobServices
 
     async with open_services(settings, tenant_id=None) as services:
@@ -50,7 +50,10 @@ async def _work(settings: Settings, concurrency: int) -> None:
             turn_documents=settings.job_turn_documents,
             settings=settings,
         )
-        task = asyncio.create_task(run_workers(settings, jobs, concurrency=concurrency))
+        turns = Turns()
+        task = asyncio.create_task(
+            run_workers(settings, jobs, concurrency=concurrency, turns=turns)
+        )
         asked = asyncio.Event()
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGINT, signal.SIGTERM):
@@ -58,5 +61,5 @@ async def _work(settings: Settings, concurrency: int) -> None:
         asked_to_stop = asyncio.create_task(asked.wait())
         await asyncio.wait({task, asked_to_stop}, return_when=asyncio.FIRST_COMPLETED)
         asked_to_stop.cancel()
-        if error := await stop_workers(task, settings=settings):
+        if error := await stop_workers(task, settings=settings, turns=turns):
             raise error

@@ -1,6 +1,8 @@
 """One delivery attempt of a job's callback: the job's summary, signed, POSTed to its URL;
 then the outcome written on the job and, after a failure, the next attempt queued (or, past
-the retry window, the callback given up as `failed`). A receiver may get a callback more than
+the retry window, the callback given up as `failed`). A URL that can never be sent (stored
+before its characters were checked at submission: a CR, LF or space) is given up at its first
+attempt, its reason in `last_error`, never retried. A receiver may get a callback more than
 once (an attempt whose outcome was lost is made again): it keeps the `webhook-id`s it has
 accepted and ignores a second one."""
 
@@ -20,7 +22,7 @@ from app.db.tenancy import SessionMaker, tenant_transaction
 from app.jobs.callbacks import CallbackPolicy, queue_attempt
 from app.jobs.store import JobView, get_job_of
 from app.observability.metrics import JOB_CALLBACK_ATTEMPTS
-from app.webhooks import Attempt, TargetRefused, deliver, signed_headers
+from app.webhooks import Attempt, TargetRefused, Unsendable, deliver, signed_headers
 
 _log = logging.getLogger(__name__)
 MAX_ERROR_CHARS = 500
@@ -40,9 +42,9 @@ async def deliver_callback(
         return  # delivered, given up, made already (a repeated queue entry) or deleted
     assert job.callback_url is not None
     body = json.dumps(payload(job), separators=(",", ":")).encode()
-    outcome = await _attempt(policy, job.callback_url, message_id=str(job.id), body=body)
+    outcome, final = await _attempt(policy, job.callback_url, message_id=str(job.id), body=body)
     async with tenant_transaction(sessions, tenant_id) as session:
-        later = await _record(session, policy, job, attempt=attempt, outcome=outcome)
+        later = await _record(session, policy, job, attempt=attempt, outcome=outcome, final=final)
     if outcome.error is None:
         JOB_CALLBACK_ATTEMPTS.labels(outcome="delivered").inc()
         return
@@ -95,10 +97,16 @@ def _sync(job: JobView) -> dict[str, Any] | None:
 
 
 async def _record(
-    session: AsyncSession, policy: CallbackPolicy, job: JobView, *, attempt: int, outcome: Attempt
+    session: AsyncSession,
+    policy: CallbackPolicy,
+    job: JobView,
+    *,
+    attempt: int,
+    outcome: Attempt,
+    final: bool,
 ) -> datetime | None:
-    """Write how the attempt went; after a failure queue the next one, and return its time
-    (None: delivered, or given up)."""
+    """Write how the attempt went; after a failure queue the next one (none when `final`), and
+    return its time (None: delivered, or given up)."""
     key = {"tenant": job.tenant_id, "id": job.id, "n": attempt}
     if outcome.error is None:
         await session.execute(
@@ -111,7 +119,8 @@ async def _record(
         )
         return None
     now = datetime.now(UTC)
-    later = policy.next_attempt(attempts=attempt, now=now, ended=job.finished_at or now)
+    ended = job.finished_at or now
+    later = None if final else policy.next_attempt(attempts=attempt, now=now, ended=ended)
     await session.execute(
         text(
             "update ingest_jobs set callback_status = :status, callback_attempts = :n,"
@@ -132,19 +141,25 @@ async def _record(
     return later
 
 
-async def _attempt(policy: CallbackPolicy, url: str, *, message_id: str, body: bytes) -> Attempt:
+async def _attempt(
+    policy: CallbackPolicy, url: str, *, message_id: str, body: bytes
+) -> tuple[Attempt, bool]:
+    """The attempt, and whether no later one could go otherwise (the URL can never be sent)."""
     if policy.secret is None:
-        return Attempt(None, "RAG_WEBHOOK_SECRET is not set: callbacks cannot be signed")
+        return Attempt(None, "RAG_WEBHOOK_SECRET is not set: callbacks cannot be signed"), False
     try:
         target = policy.target(url)  # the allowed hosts may have changed since submission
+    except Unsendable as error:
+        return Attempt(None, f"can never be sent: {error}"), True
     except TargetRefused as error:
-        return Attempt(None, f"refused: {error}")
+        return Attempt(None, f"refused: {error}"), False
     headers = signed_headers(
         policy.secret, message_id=message_id, timestamp=int(time.time()), body=body
     )
-    return await deliver(
+    attempt = await deliver(
         target,
         body=body,
         headers={**headers, "user-agent": "rag-service-webhooks"},
         timeout_seconds=policy.timeout_seconds,
     )
+    return attempt, False

@@ -5,7 +5,8 @@ NAT64, 6to4, Teredo) is judged by the IPv4 address inside. The name is resolved 
 addresses checked at submission and again before each delivery, which then connects to the
 address checked (a name that resolves elsewhere later cannot send it inside). A URL holding a
 control character (NUL, CR, LF, DEL...) or a space anywhere can never be sent as it is: it is
-refused, never cleaned up."""
+refused, never cleaned up; such a URL, or one of another form that cannot be sent, is
+`Unsendable` (a delivery gives it up at once, where a refused address may be allowed later)."""
 
 from __future__ import annotations
 
@@ -28,6 +29,11 @@ class TargetRefused(ValueError):
     """The URL may not be called; the message says why."""
 
 
+class Unsendable(TargetRefused):
+    """The URL itself can never be sent, whatever the settings or the addresses its host
+    resolves to later: its form (length, characters, scheme, host, credentials)."""
+
+
 @dataclass(frozen=True, slots=True)
 class Target:
     url: str
@@ -40,9 +46,9 @@ def check_target(url: str, *, allowed_hosts: Collection[str]) -> Target:
     """The URL's form: an absolute http(s) URL with a host and no credentials, https unless
     its host is listed. Its addresses are checked by `resolve`."""
     if len(url) > MAX_URL_CHARS:
-        raise TargetRefused(f"longer than {MAX_URL_CHARS} characters")
+        raise Unsendable(f"longer than {MAX_URL_CHARS} characters")
     if (position := _unsendable(url)) is not None:
-        raise TargetRefused(
+        raise Unsendable(
             f"holds a control character or space (U+{ord(url[position]):04X} at position "
             f"{position}): percent-encode it"
         )
@@ -50,12 +56,12 @@ def check_target(url: str, *, allowed_hosts: Collection[str]) -> Target:
         parts = urlsplit(url)
         port = parts.port
     except ValueError as error:
-        raise TargetRefused(f"not a valid URL: {error}") from None
+        raise Unsendable(f"not a valid URL: {error}") from None
     host = (parts.hostname or "").rstrip(".")
     if parts.scheme not in ("http", "https") or not host:
-        raise TargetRefused("must be an absolute http(s) URL")
+        raise Unsendable("must be an absolute http(s) URL")
     if parts.username is not None or parts.password is not None:
-        raise TargetRefused("must not carry credentials: the signature authenticates the call")
+        raise Unsendable("must not carry credentials: the signature authenticates the call")
     listed = host in {_host(entry) for entry in allowed_hosts}
     if parts.scheme != "https" and not listed:
         raise TargetRefused(

@@ -70,13 +70,17 @@ async def _register(settings: Settings, tenant_id: str) -> None:
 
 
 @contextmanager
-def live_server(settings: Settings) -> Iterator[LiveServer]:
-    """The app on 127.0.0.1 with a fresh tenant holding the explorer's markdown example."""
+def live_server(
+    settings: Settings, *, embedder: WordHashEmbedder | None = None
+) -> Iterator[LiveServer]:
+    """The app on 127.0.0.1 with a fresh tenant holding the explorer's markdown example;
+    `embedder` (by default a WordHashEmbedder) is the one it embeds with."""
     tiers = {"basic": 100, "pro": 1000, **settings.rate_limit_tiers, "enterprise": 1_000_000}
     settings = settings.model_copy(update={"rate_limit_tiers": tiers})
     tenant_id = f"t-live-{uuid.uuid4().hex[:10]}"
     in_thread(_register(settings, tenant_id))
-    app = create_app(settings, embedder=WordHashEmbedder(settings.embedding_dimensions))
+    embedder = embedder or WordHashEmbedder(settings.embedding_dimensions)
+    app = create_app(settings, embedder=embedder)
     port = free_port()
     config = uvicorn_config(
         app, settings, host="127.0.0.1", port=port, log_level="warning", lifespan="on"

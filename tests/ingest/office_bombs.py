@@ -7,7 +7,7 @@ import io
 import struct
 import zipfile
 
-from tests.ingest.office import docx_bytes, xlsx_bytes, zip_of
+from tests.ingest.office import docx_bytes, odt_bytes, xlsx_bytes, zip_of
 
 _W = "http://schemas.openxmlformats.org/wordprocessingml/2006/main"
 
@@ -79,7 +79,26 @@ def laughing_docx() -> bytes:
     return replaced(docx_bytes(), "word/document.xml", body.encode())
 
 
+def spaced_odt(elements: int = 3_400_000) -> bytes:
+    """An ODT paragraph of `elements` space elements (`<text:s/>`): 58 KB zipped, 29 MB of
+    XML, 3.4 million nodes as a tree (issue 47: a parse worker grew to 600 MB on it)."""
+    return odt_bytes(body="<text:p>" + "<text:s/>" * elements + "</text:p>")
+
+
+def crowded_runs_docx(elements: int = 3_000_000) -> bytes:
+    """A Word paragraph of `elements` empty runs: the same attack on document.xml."""
+    body = f'<w:document xmlns:w="{_W}"><w:body><w:p>{"<w:r/>" * elements}</w:p></w:body>'
+    return replaced(docx_bytes(), "word/document.xml", (body + "</w:document>").encode())
+
+
 _SHEET_NS = "http://schemas.openxmlformats.org/spreadsheetml/2006/main"
+
+
+def crowded_styles_xlsx(elements: int = 3_000_000) -> bytes:
+    """A workbook whose styles (read as a tree, unlike its streamed sheets) are millions of
+    empty elements."""
+    styles = f'<styleSheet xmlns="{_SHEET_NS}"><fonts>{"<font/>" * elements}</fonts></styleSheet>'
+    return replaced(xlsx_bytes(), "xl/styles.xml", styles.encode())
 
 
 def empty_rows_xlsx(rows: int = 1_000_000) -> bytes:

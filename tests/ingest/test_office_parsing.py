@@ -248,6 +248,27 @@ def test_a_header_too_long_to_repeat_is_a_chunk_of_its_own() -> None:
 
 
 @pytest.mark.parametrize(
+    "data",
+    [bombs.spaced_odt(), bombs.crowded_runs_docx(), bombs.crowded_styles_xlsx()],
+    ids=["odt-spaces", "docx-runs", "xlsx-styles"],
+)
+def test_millions_of_tiny_xml_elements_are_413_before_a_tree_is_built(data: bytes) -> None:
+    """Counted while the member streams in: refused in seconds, in tens of megabytes."""
+    started = time.monotonic()
+    error = _refused(PayloadTooLarge, data, ParseLimits(max_xml_elements=500_000))
+    assert error.extra == {"limit": "max_xml_elements", "value": 500_000}
+    assert "RAG_PARSE_MAX_XML_ELEMENTS" in error.detail
+    assert time.monotonic() - started < 10
+
+
+def test_a_workbook_is_streamed_so_its_elements_are_not_counted() -> None:
+    """A sheet's cells are not a tree: its rows are its bound (max_rows), not its elements."""
+    data = xlsx_bytes(rows=400)  # a header and 400 rows of cells: more elements than the limit
+    parsed = _parsed(data, ParseLimits(max_xml_elements=1_000))
+    assert "Animal 399" in " ".join(section.text for section in parsed.sections)
+
+
+@pytest.mark.parametrize(
     "data", [bombs.empty_rows_xlsx(), bombs.far_row_xlsx()], ids=["million-rows", "far-row"]
 )
 def test_a_sheet_running_to_a_million_rows_is_413_not_walked(data: bytes) -> None:

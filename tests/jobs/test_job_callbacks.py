@@ -16,7 +16,7 @@ from pydantic import SecretStr
 from sqlalchemy import text
 from standardwebhooks.webhooks import Webhook, WebhookVerificationError
 
-from app.db.tenancy import SessionMaker
+from app.db.tenancy import SessionMaker, tenant_transaction
 from app.settings import Settings
 from app.webhooks import signed_headers
 from tests.conftest import TenantClient, app_client, new_tenant
@@ -341,3 +341,34 @@ async def test_each_delivery_checks_the_address_again(
     assert receiver.received == []
     assert "resolves to" in callback["last_error"]
     assert "loopback" in callback["last_error"]
+
+
+# what a text column can hold: neither NUL nor a lone surrogate
+STORED_UNSENDABLE = {k: v for k, v in UNSENDABLE.items() if "nul" not in k and k != "surrogate"}
+
+
+@pytest.mark.parametrize("kind", sorted(STORED_UNSENDABLE))
+async def test_a_stored_callback_url_that_can_never_be_sent_fails_at_once(
+    hooked: Settings, committed: SessionMaker, embedder: WordHashEmbedder, kind: str
+) -> None:
+    """A URL stored before submission checked its characters (as the database holds it): its
+    first attempt gives it up with the reason, instead of retrying it for the whole window
+    (24 hours by default)."""
+    with receiving(SECRET, [204]) as receiver:
+        async with app_client(hooked, committed, embedder) as http:
+            tenant = await new_tenant(http, hooked, committed)
+            job_id = await submit(
+                tenant, json={"documents": DOCUMENTS, "callback_url": receiver.url}
+            )
+            async with tenant_transaction(committed, tenant.tenant_id) as session:
+                await session.execute(
+                    text("update ingest_jobs set callback_url = :url where id = :id"),
+                    {"url": STORED_UNSENDABLE[kind], "id": job_id},
+                )
+            async with workers(hooked, committed, embedder):
+                callback = await callback_state(tenant, job_id, "failed")
+    assert receiver.received == []
+    assert callback["attempts"] == 1
+    assert callback["next_attempt_at"] is None
+    assert callback["last_error"].startswith("can never be sent:"), callback
+    assert "control character or space" in callback["last_error"]

@@ -191,3 +191,25 @@ def _a_pid_nothing_runs() -> int:
     while psutil.pid_exists(pid):
         pid -= 1
     return pid
+
+
+SIGTERM_EXIT_SECONDS = 10.0  # RAG_SHUTDOWN_GRACE_SECONDS is 20 here: no request is in flight
+
+
+def test_sigterm_with_the_database_down_exits_within_the_bound(
+    env: dict[str, str], data_dir: Path, tmp_path: Path
+) -> None:
+    """Issue 47: with the database stopped, the process once took 18 s to exit after a
+    SIGTERM. Nothing is in flight: the lifespan's shutdown (job workers, usage, pools) may not
+    wait on a database that is not there."""
+    served = serve(env, tmp_path / "serve.log")
+    stop_postmaster(data_dir / "pgdata")
+    time.sleep(4)  # the workers, the pools and the upkeep find the database gone
+    started = time.monotonic()
+    served.process.send_signal(signal.SIGTERM)
+    try:
+        code = served.process.wait(60)
+    finally:
+        took = time.monotonic() - started
+    assert took < SIGTERM_EXIT_SECONDS, f"{took:.1f} s to exit\n{served.text()[-3000:]}"
+    assert code == 0, served.text()

@@ -19,9 +19,10 @@ from tests.api.test_upload import pdf_bytes, upload
 from tests.conftest import TenantClient, app_client, new_tenant
 from tests.fakes import WordHashEmbedder
 from tests.ingest.bombs import inflation_bomb, shared_stream_bomb
-from tests.ingest.office import docx_bytes, epub_bytes, xlsx_bytes
+from tests.ingest.office import docx_bytes, epub_bytes, odt_bytes, xlsx_bytes
 from tests.ingest.office_bombs import (
     crowded_docx,
+    crowded_runs_docx,
     deep_docx,
     empty_rows_xlsx,
     far_row_xlsx,
@@ -29,6 +30,7 @@ from tests.ingest.office_bombs import (
     laughing_docx,
     lying_docx,
     one_row_number_xlsx,
+    spaced_odt,
     spread_docx,
 )
 
@@ -189,4 +191,23 @@ async def test_a_file_that_needs_more_memory_than_a_worker_may_have_is_422(
         assert assert_problem(reply, 422)["limit"] == "max_memory_mb"  # not "no text"
         assert await total(tenant) == 0
         good = await upload(tenant, "survey.pdf", pdf_bytes())  # the worker reads on
+        assert good.status_code == 201, good.text
+
+
+async def test_millions_of_tiny_xml_elements_are_413_with_the_default_limits(
+    settings: Settings, sessions: SessionMaker, embedder: WordHashEmbedder
+) -> None:
+    """Issue 47: an ODT of tens of kilobytes grew a parse worker to 600+ MB (3.4 million
+    `<text:s/>` as a tree). Counted while inflating, it is refused in seconds."""
+    async with app_client(settings, sessions, embedder) as http:
+        tenant = await new_tenant(http, settings, sessions)
+        for name, data in [("spaced.odt", spaced_odt()), ("runs.docx", crowded_runs_docx())]:
+            started = time.perf_counter()
+            problem = assert_problem(await upload(tenant, name, data), 413)
+            # counted, not built: a 422 would say the budget (5.6 s here) or memory stopped it
+            assert time.perf_counter() - started < 15.0, name
+            assert (problem["limit"], problem["value"]) == ("max_xml_elements", 1_000_000)
+            assert "RAG_PARSE_MAX_XML_ELEMENTS" in problem["detail"]
+        assert await total(tenant) == 0
+        good = await upload(tenant, "burrows.odt", odt_bytes())
         assert good.status_code == 201, good.text

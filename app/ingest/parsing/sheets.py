@@ -53,10 +53,16 @@ class _RowTags:
             raise _too_many_rows(self.limits)
 
 
+def _streamed(name: str) -> bool:
+    """The members a workbook's reader streams (workbook.py): its sheets and shared strings,
+    where Excel and openpyxl write them. Others are read as trees, their elements counted."""
+    return name.startswith("xl/worksheets/") or name.endswith("sharedStrings.xml")
+
+
 def parse_xlsx(data: bytes, limits: ParseLimits) -> ParsedDocument:
     """Row sections of every worksheet, in the workbook's order; the title is the workbook's
     Title property (none otherwise: the first chunk's text would be a header row)."""
-    with vetted(data, limits, watch=_RowTags(limits)) as archive:
+    with vetted(data, limits, watch=_RowTags(limits), streams=_streamed) as archive:
         try:
             book = open_workbook(archive, limits)
             sections = list(_sections(book, limits))

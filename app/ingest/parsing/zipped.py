@@ -11,7 +11,8 @@ vetted before a format reader sees it:
 3. every member is inflated as a stream and its bytes counted against the same limits
    (zipfile also stops a member at its declared size and then fails its CRC, so a member
    that lies about its size is corrupt: 422);
-4. each XML member is walked as it streams in (xmlsafe.py): nesting, entity expansion.
+4. each XML member is walked as it streams in (xmlsafe.py): nesting, entity expansion, and
+   the elements of a member the reader builds a tree of (all but those it `streams`).
 
 The readers (python-docx, python-pptx, lxml) then open what was vetted.
 """
@@ -63,15 +64,26 @@ def vetted(
     *,
     lenient_xml: bool = False,
     watch: Callable[[bytes], None] | None = None,
+    streams: Callable[[str], bool] | None = None,
 ) -> zipfile.ZipFile:
     """The archive after every member passed the limits (see the module's docstring);
     `lenient_xml` tolerates malformed XML (EPUB's XHTML), never deep nesting. `watch` sees
-    every XML member's bytes as they are inflated, before they are vetted, and may refuse."""
+    every XML member's bytes as they are inflated, before they are vetted, and may refuse.
+    The reader builds a tree of each XML member (its elements are counted) but those that
+    `streams(name)` says it streams (a workbook's sheets, bounded by their rows)."""
     archive = open_zip(data)
     check_declared(archive, limits)
     total = 0
     for info in archive.infolist():
-        total += _inflate(archive, info, limits, lenient_xml=lenient_xml, before=total, watch=watch)
+        total += _inflate(
+            archive,
+            info,
+            limits,
+            lenient_xml=lenient_xml,
+            before=total,
+            watch=watch,
+            tree=streams is None or not streams(info.filename),
+        )
     return archive
 
 
@@ -106,11 +118,12 @@ def _inflate(
     lenient_xml: bool,
     before: int,
     watch: Callable[[bytes], None] | None = None,
+    tree: bool = True,
 ) -> int:
     """Inflate one member as a stream, counting; XML goes through the vetting parser."""
     vetting = None
     if info.filename.lower().endswith(XML_SUFFIXES):
-        vetting = XmlVetting(info.filename, limits, recover=lenient_xml)
+        vetting = XmlVetting(info.filename, limits, recover=lenient_xml, tree=tree)
     size = 0
     with _opened(archive, info) as stream:
         while chunk := stream.read(_READ):
