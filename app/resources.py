@@ -167,6 +167,10 @@ def parse_limits(settings: Settings) -> ParseLimits:
         max_rows=settings.parse_max_rows,
         max_xml_depth=settings.parse_max_xml_depth,
         inline_bytes=settings.parse_inline_bytes,
+        ocr=settings.ocr,
+        ocr_languages=settings.ocr_languages,
+        ocr_max_pages=settings.ocr_max_pages,
+        ocr_seconds_per_page=settings.ocr_seconds_per_page,
     )
 
 
