@@ -300,7 +300,7 @@ def report(results: list[dict]) -> None:
                 r["format"],
                 f"{r['bytes'] / 1024:,.0f}",
                 f"{r['units']:,} {r['unit']}s",
-                f"{r['units'] / best:,.0f} {r['unit']}s/s",
+                f"{r['units'] / best:,.{2 if r['units'] / best < 10 else 0}f} {r['unit']}s/s",
                 f"{r['chars'] / best / 1e6:.2f}",
                 median_ms(r["read_s"]),
                 median_ms(r.get("vet_s")),

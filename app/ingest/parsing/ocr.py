@@ -26,6 +26,7 @@ from app.ingest.parsing.model import ParsedDocument, Section
 
 if TYPE_CHECKING:
     from PIL.Image import Image
+    from pypdfium2 import PdfDocument
 
 logger = logging.getLogger(__name__)
 
@@ -142,9 +143,9 @@ def _recognized(data: bytes, pages: tuple[int, ...], limits: ParseLimits) -> lis
     return texts
 
 
-def _rendered(document: object, number: int) -> Image:
+def _rendered(document: PdfDocument, number: int) -> Image:
     """Page `number` in shades of grey, at 300 dpi or at most `_MAX_PIXELS`."""
-    page = document[number - 1]  # type: ignore[index]
+    page = document[number - 1]
     try:
         width, height = page.get_size()  # in points, 72 per inch
         scale = min(_DPI / 72, (_MAX_PIXELS / max(width * height, 1.0)) ** 0.5)
