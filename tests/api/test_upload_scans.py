@@ -107,6 +107,15 @@ async def test_a_scan_of_500_pages_is_413_before_any_page_is_read(
     assert await total(tenant_a) == 0
 
 
+async def test_a_huge_page_is_read_at_a_bounded_size(tenant_a: TenantClient) -> None:
+    # 620 x 92 inches: 5 billion pixels at 300 dpi; rendered at 12 million, in a worker's memory
+    data = scanned_pdf(scan(SCANNED[:1]), dpi=2)
+    reply = await uploaded(tenant_a, "banner.pdf", data, title="Banner")
+    [hit] = await search(tenant_a, "quillfeather", mode="keyword")
+    assert (hit["page_number"], hit["metadata"]) == (1, {"ocr": True})
+    assert reply["chunks"] == 1
+
+
 async def test_ocr_past_its_time_is_stopped_with_422_and_nothing_stored(
     settings: Settings, sessions: SessionMaker, embedder: WordHashEmbedder
 ) -> None:

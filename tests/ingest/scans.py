@@ -27,11 +27,11 @@ def noise(width: int = 600, height: int = 600) -> Image.Image:
     return Image.effect_noise((width, height), 96).convert("L")
 
 
-def scanned_pdf(*pages: Image.Image) -> bytes:
-    """A PDF of the images, one a page, with no text layer."""
+def scanned_pdf(*pages: Image.Image, dpi: float = DPI) -> bytes:
+    """A PDF of the images, one a page, with no text layer, `dpi` pixels to the inch."""
     out = io.BytesIO()
     first, *rest = pages
-    first.save(out, "PDF", resolution=DPI, save_all=True, append_images=rest)
+    first.save(out, "PDF", resolution=dpi, save_all=True, append_images=rest)
     return out.getvalue()
 
 
