@@ -17,6 +17,8 @@ from __future__ import annotations
 import logging
 import os
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -27,6 +29,7 @@ from app.ingest.parsing.model import ParsedDocument, Section
 if TYPE_CHECKING:
     from PIL.Image import Image
     from pypdfium2 import PdfDocument
+    from tesserocr import PyTessBaseAPI
 
 logger = logging.getLogger(__name__)
 
@@ -115,32 +118,50 @@ def read_scanned(data: bytes, parsed: ParsedDocument, limits: ParseLimits) -> Pa
 
 def _recognized(data: bytes, pages: tuple[int, ...], limits: ParseLimits) -> list[tuple[int, str]]:
     """Each page's number and text, within the pages' shared time and `max_chars`."""
-    os.environ.setdefault("OMP_THREAD_LIMIT", "1")  # one core per worker, as for the rest
-    import pypdfium2
-    import tesserocr
-
     deadline = time.monotonic() + limits.ocr_seconds_per_page * len(pages)
     texts: list[tuple[int, str]] = []
     chars = 0
+    with _opened(data) as document, _tesseract(limits.ocr_languages) as api:
+        for number in pages:
+            api.SetImage(_rendered(document, number))
+            left_ms = int((deadline - time.monotonic()) * 1000)
+            if left_ms <= 0 or not api.Recognize(timeout=left_ms):
+                raise _too_slow(len(pages), limits)
+            text = _clean(api.GetUTF8Text()) if api.MeanTextConf() >= _MIN_CONFIDENCE else ""
+            chars += len(text)
+            if chars > limits.max_chars:
+                raise too_many_chars(limits)
+            texts.append((number, text))
+    return texts
+
+
+@contextmanager
+def _opened(data: bytes) -> Iterator[PdfDocument]:
+    import pypdfium2
+
     try:
         document = pypdfium2.PdfDocument(data)
     except pypdfium2.PdfiumError as exc:
         raise Unprocessable(f"the PDF could not be opened for OCR: {exc}") from exc
     try:
-        with tesserocr.PyTessBaseAPI(path=str(tessdata()), lang=limits.ocr_languages) as api:
-            for number in pages:
-                api.SetImage(_rendered(document, number))
-                left_ms = int((deadline - time.monotonic()) * 1000)
-                if left_ms <= 0 or not api.Recognize(timeout=left_ms):
-                    raise _too_slow(len(pages), limits)
-                text = _clean(api.GetUTF8Text()) if api.MeanTextConf() >= _MIN_CONFIDENCE else ""
-                chars += len(text)
-                if chars > limits.max_chars:
-                    raise too_many_chars(limits)
-                texts.append((number, text))
+        yield document
     finally:
         document.close()
-    return texts
+
+
+@contextmanager
+def _tesseract(languages: str) -> Iterator[PyTessBaseAPI]:
+    """Tesseract with `languages` loaded (single-threaded: the wheel's engine has no OpenMP)."""
+    import tesserocr
+
+    try:
+        api = tesserocr.PyTessBaseAPI(path=str(tessdata()), lang=languages)
+    except RuntimeError as exc:  # the language data is there but unreadable
+        raise Unprocessable(f"OCR could not start here ({languages}): {exc}") from exc
+    try:
+        yield api
+    finally:
+        api.End()
 
 
 def _rendered(document: PdfDocument, number: int) -> Image:
