@@ -123,7 +123,7 @@ def _recognized(data: bytes, pages: tuple[int, ...], limits: ParseLimits) -> lis
     chars = 0
     with _opened(data) as document, _tesseract(limits.ocr_languages) as api:
         for number in pages:
-            api.SetImage(_rendered(document, number))
+            _set_image(api, _rendered(document, number))
             left_ms = int((deadline - time.monotonic()) * 1000)
             if left_ms <= 0 or not api.Recognize(timeout=left_ms):
                 raise _too_slow(len(pages), limits)
@@ -164,6 +164,16 @@ def _tesseract(languages: str) -> Iterator[PyTessBaseAPI]:
         api.End()
 
 
+def _set_image(api: PyTessBaseAPI, image: Image) -> None:
+    """The page for Tesseract. Leptonica copying an image just rendered fails only when its
+    allocation does (under the worker's memory cap): that is a MemoryError, 422 naming the
+    limit, not an error of the file."""
+    try:
+        api.SetImage(image)
+    except RuntimeError as exc:
+        raise MemoryError(str(exc)) from exc
+
+
 def _rendered(document: PdfDocument, number: int) -> Image:
     """Page `number` in shades of grey, at 300 dpi or at most `_MAX_PIXELS`."""
     page = document[number - 1]
@@ -173,6 +183,8 @@ def _rendered(document: PdfDocument, number: int) -> Image:
         bitmap = page.render(scale=scale, grayscale=True)
         image: Image = bitmap.to_pil()
         return image
+    except MemoryError:
+        raise
     except Exception as exc:  # PDFium's errors are PdfiumError; a broken page is the file's
         raise Unprocessable(
             f"page {number} of the PDF could not be rendered for OCR: {exc}"
