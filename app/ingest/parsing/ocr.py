@@ -176,21 +176,22 @@ def _set_image(api: PyTessBaseAPI, image: Image) -> None:
 
 def _rendered(document: PdfDocument, number: int) -> Image:
     """Page `number` in shades of grey, at 300 dpi or at most `_MAX_PIXELS`."""
-    page = document[number - 1]
+    page = None
     try:
+        page = document[number - 1]
         width, height = page.get_size()  # in points, 72 per inch
         scale = min(_DPI / 72, (_MAX_PIXELS / max(width * height, 1.0)) ** 0.5)
-        bitmap = page.render(scale=scale, grayscale=True)
-        image: Image = bitmap.to_pil()
+        image: Image = page.render(scale=scale, grayscale=True).to_pil()
         return image
     except MemoryError:
         raise
-    except Exception as exc:  # PDFium's errors are PdfiumError; a broken page is the file's
+    except Exception as exc:  # PDFium's PdfiumError (a RuntimeError) …: the file's fault
         raise Unprocessable(
             f"page {number} of the PDF could not be rendered for OCR: {exc}"
         ) from exc
     finally:
-        page.close()
+        if page is not None:
+            page.close()
 
 
 def _too_slow(pages: int, limits: ParseLimits) -> Unprocessable:
