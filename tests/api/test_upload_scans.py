@@ -12,7 +12,7 @@ from tests.api.calls import DOCUMENTS, assert_problem, search, total
 from tests.api.test_upload import pdf_bytes, upload, uploaded
 from tests.conftest import TenantClient, app_client, new_tenant
 from tests.fakes import WordHashEmbedder
-from tests.ingest.scans import merged_pdf, noise, scan, scanned_pdf
+from tests.ingest.scans import merged_pdf, noise, scan, scanned_pdf, scribbles
 
 pytestmark = pytest.mark.slow
 
@@ -148,11 +148,13 @@ async def test_ocr_past_its_time_is_stopped_with_422_and_nothing_stored(
 
 
 async def test_a_page_of_noise_adds_no_text(tenant_a: TenantClient) -> None:
-    data = merged_pdf(pdf_bytes((TEXT_PAGE,)), scanned_pdf(noise(), noise(800, 300)))
+    pictures = scanned_pdf(noise(), noise(800, 300), scribbles())
+    data = merged_pdf(pdf_bytes((TEXT_PAGE,)), pictures)
     reply = await uploaded(tenant_a, "photos.pdf", data, title="Photos")
     assert reply["chunks"] == 1
     [hit] = await search(tenant_a, "aardvark", mode="keyword")
     assert hit["page_number"] == 1
-    alone = await upload(tenant_a, "noise.pdf", scanned_pdf(noise()))
-    assert "OCR found no text" in assert_problem(alone, 422)["detail"]
+    for picture in (noise(), scribbles(2)):  # nothing, and garbage read with low confidence
+        alone = await upload(tenant_a, "noise.pdf", scanned_pdf(picture))
+        assert "OCR found no text" in assert_problem(alone, 422)["detail"]
     assert await total(tenant_a) == 1

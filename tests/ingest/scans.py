@@ -4,6 +4,7 @@ image saved as a PDF page with no text layer, alone or beside pages that have on
 from __future__ import annotations
 
 import io
+import random
 
 from PIL import Image, ImageDraw, ImageFont
 from pypdf import PdfReader, PdfWriter
@@ -25,6 +26,21 @@ def scan(lines: list[str], *, size: int = 32) -> Image.Image:
 def noise(width: int = 600, height: int = 600) -> Image.Image:
     """Grey speckle: what a scanner gives for a photo of nothing."""
     return Image.effect_noise((width, height), 96).convert("L")
+
+
+def scribbles(seed: int = 1) -> Image.Image:
+    """Rows of pen strokes the size of letters: Tesseract reads them as words (garbage, such as
+    "ETM hve Asxge FONSI"), with a mean confidence near 25."""
+    strokes = random.Random(seed)
+    image = Image.new("L", (WIDTH, 600), 255)
+    draw = ImageDraw.Draw(image)
+    for row in range(8):
+        x, y = 60, 40 + row * 70
+        while x < WIDTH - 90:
+            points = [(x + strokes.randint(0, 20), y + strokes.randint(0, 30)) for _ in range(4)]
+            draw.line(points, fill=0, width=3)
+            x += strokes.randint(15, 40)
+    return image
 
 
 def scanned_pdf(*pages: Image.Image, dpi: float = DPI) -> bytes:
