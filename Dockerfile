@@ -38,6 +38,12 @@ ENV PATH=/opt/venv/bin:$PATH \
     HF_HUB_OFFLINE=1 \
     TRANSFORMERS_OFFLINE=1 \
     RAG_DATA_DIR=/var/lib/rag
+# Scanned PDF pages are read by OCR (app/ingest/parsing/ocr.py): Tesseract's engine comes with
+# the tesserocr wheel, its English language data from Debian.
+RUN apt-get update \
+    && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
+        tesseract-ocr tesseract-ocr-eng \
+    && rm -rf /var/lib/apt/lists/*
 RUN groupadd --system rag && useradd --system --gid rag --home-dir /var/lib/rag --create-home rag
 COPY --from=builder /opt/venv /opt/venv
 USER rag

@@ -168,6 +168,10 @@ def parse_limits(settings: Settings) -> ParseLimits:
         max_xml_depth=settings.parse_max_xml_depth,
         max_xml_elements=settings.parse_max_xml_elements,
         inline_bytes=settings.parse_inline_bytes,
+        ocr=settings.ocr,
+        ocr_languages=settings.ocr_languages,
+        ocr_max_pages=settings.ocr_max_pages,
+        ocr_seconds_per_page=settings.ocr_seconds_per_page,
     )
 
 

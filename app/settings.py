@@ -209,6 +209,11 @@ class Settings(BaseSettings):
     # address space of each parse worker, MiB (RLIMIT_AS; 0: unbounded): past it a 422
     parse_max_memory_mb: int = Field(default=768, ge=0)
     parse_inline_bytes: int = Field(default=32 * 1024, ge=0)  # larger markdown/HTML: the workers
+    # PDF pages without a text layer read by OCR (app/ingest/parsing/ocr.py): RAG_OCR=off stops it
+    ocr: bool = True
+    ocr_languages: str = Field(default="eng", pattern=r"^[A-Za-z_]+(\+[A-Za-z_]+)*$")
+    ocr_max_pages: int = Field(default=100, ge=1)  # scanned pages of one PDF (413 past it)
+    ocr_seconds_per_page: float = Field(default=20.0, gt=0)
 
     # ingestion jobs (docs/JOBS.md)
     job_workers: int = Field(default=1, ge=0, le=64)  # in-process workers of `rag serve`

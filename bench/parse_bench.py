@@ -1,10 +1,11 @@
 """Parsing throughput of the file formats: pages, slides, rows or chapters per second.
 
-    python -m bench.parse_bench [--scale 1.0] [--repeat 5] [--no-sandbox]
+    python -m bench.parse_bench [--scale 1.0] [--repeat 5] [--no-sandbox] [--formats pdf,scan]
 
-Makes one file of each format in memory (PDF with fpdf2; Word, PowerPoint and Excel with
-python-docx, python-pptx and openpyxl; EPUB and ODT as the ZIPs of XML their specifications
-describe), then times, best and median of `--repeat` runs:
+Makes one file of each format in memory (PDF with fpdf2; a scanned PDF, pages of the same
+prose drawn by Pillow at 300 dpi with no text layer, read by OCR; Word, PowerPoint and Excel
+with python-docx, python-pptx and openpyxl; EPUB and ODT as the ZIPs of XML their
+specifications describe), then times, best and median of `--repeat` runs:
 
 - `read`: `read_file`, what a sandbox worker runs for an upload (the container's vetting
   included), in this process;
@@ -26,6 +27,7 @@ import argparse
 import datetime as dt
 import io
 import statistics
+import textwrap
 import time
 import zipfile
 from collections.abc import Callable
@@ -35,6 +37,7 @@ import docx
 import openpyxl
 import pptx
 from fpdf import FPDF
+from PIL import Image, ImageDraw, ImageFont
 
 from app.embeddings.local import default_tokenizer_path
 from app.ingest.chunking import Chunker, load_tokenizer
@@ -84,6 +87,11 @@ class Sample:
     unit: str  # what one of `units` is: a page, a slide, a row …
     units: int
     data: bytes
+    name: str = ""  # the row's name when it is not the format's
+
+    @property
+    def label(self) -> str:
+        return self.name or self.source_type.value
 
 
 def pdf_sample(scale: float) -> Sample:
@@ -94,6 +102,26 @@ def pdf_sample(scale: float) -> Sample:
         pdf.add_page()
         pdf.multi_cell(0, 6, "\n\n".join(paragraph(page * 3 + i) for i in range(3)))
     return Sample(SourceType.PDF, "page", pages, bytes(pdf.output()))
+
+
+def scan_sample(scale: float) -> Sample:
+    """A4 pages at 300 dpi of three paragraphs each in 11-point letters (46 pixels), as a
+    scanner makes them: images only, so every page is read by OCR."""
+    pages = max(1, int(10 * scale))
+    font = ImageFont.load_default(size=46)
+    images = []
+    for page in range(pages):
+        image = Image.new("L", (2480, 3508), 255)
+        draw = ImageDraw.Draw(image)
+        lines = [
+            line for i in range(3) for line in [*textwrap.wrap(paragraph(page * 3 + i), 80), ""]
+        ]
+        for row, line in enumerate(lines):
+            draw.text((200, 200 + row * 70), line, fill=0, font=font)
+        images.append(image)
+    out = io.BytesIO()
+    images[0].save(out, "PDF", resolution=300, save_all=True, append_images=images[1:])
+    return Sample(SourceType.PDF, "page", pages, out.getvalue(), name="scan")
 
 
 def docx_sample(scale: float) -> Sample:
@@ -201,6 +229,7 @@ def odt_sample(scale: float) -> Sample:
 
 SAMPLES: list[Callable[[float], Sample]] = [
     pdf_sample,
+    scan_sample,
     docx_sample,
     pptx_sample,
     xlsx_sample,
@@ -233,7 +262,7 @@ def measure(sample: Sample, chunker: Chunker, sandbox: FileSandbox | None, repea
     chars = sum(len(section.text) for section in parsed.sections)
     read = timed(lambda: read_file(sample.data, sample.source_type, LIMITS), repeat)
     result = {
-        "format": sample.source_type.value,
+        "format": sample.label,
         "bytes": len(sample.data),
         "unit": sample.unit,
         "units": sample.units,
@@ -244,6 +273,11 @@ def measure(sample: Sample, chunker: Chunker, sandbox: FileSandbox | None, repea
     }
     if sample.source_type is not SourceType.PDF:
         result["vet_s"] = timed(lambda: vetted(sample.data, LIMITS).close(), repeat)
+    if sample.name == "scan":  # the share of the prose's words OCR read back
+        read_words = {
+            word.strip(".").lower() for word in " ".join(s.text for s in parsed.sections).split()
+        }
+        result["word_recall"] = sum(w in read_words for w in WORDS) / len(WORDS)
     if sample.source_type is SourceType.XLSX:
         result["openpyxl_s"] = timed(lambda: openpyxl_rows(sample.data), repeat)
     if sandbox is not None:
@@ -266,7 +300,7 @@ def report(results: list[dict]) -> None:
                 r["format"],
                 f"{r['bytes'] / 1024:,.0f}",
                 f"{r['units']:,} {r['unit']}s",
-                f"{r['units'] / best:,.0f} {r['unit']}s/s",
+                f"{r['units'] / best:,.{2 if r['units'] / best < 10 else 0}f} {r['unit']}s/s",
                 f"{r['chars'] / best / 1e6:.2f}",
                 median_ms(r["read_s"]),
                 median_ms(r.get("vet_s")),
@@ -281,6 +315,8 @@ def report(results: list[dict]) -> None:
     ]
     print_table("parsing throughput (bench/parse_bench.py)", header, rows)
     for r in results:
+        if "word_recall" in r:
+            print(f"scan: OCR read back {r['word_recall']:.0%} of the prose's words")  # noqa: T201
         if "openpyxl_s" in r:
             best = min(r["openpyxl_s"])
             print(  # noqa: T201
@@ -294,11 +330,17 @@ def main() -> None:
     parser.add_argument("--scale", type=float, default=1.0, help="size of each file (1.0)")
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--no-sandbox", action="store_true", help="skip the worker process")
+    parser.add_argument("--formats", default="", help="only these rows (pdf,scan,docx …)")
     args = parser.parse_args()
+    wanted = {name.strip() for name in args.formats.split(",") if name.strip()}
     chunker = Chunker(load_tokenizer(default_tokenizer_path()), chunk_tokens=300, overlap_tokens=50)
     sandbox = None if args.no_sandbox else FileSandbox(1)
     try:
-        results = [measure(make(args.scale), chunker, sandbox, args.repeat) for make in SAMPLES]
+        results = [
+            measure(make(args.scale), chunker, sandbox, args.repeat)
+            for make in SAMPLES
+            if not wanted or make.__name__.removesuffix("_sample") in wanted
+        ]
     finally:
         if sandbox is not None:
             sandbox.close()

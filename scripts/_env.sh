@@ -32,6 +32,17 @@ _installed() {
   return 1
 }
 
+# Tesseract and its English data (Debian's tesseract-ocr, tesseract-ocr-eng), which read scanned
+# PDF pages (app/ingest/parsing/ocr.py), installed as root on a machine with apt-get; elsewhere
+# a scanned page is a 422 saying OCR is not installed (install them, or set TESSDATA_PREFIX).
+ensure_ocr() {
+  if ! command -v tesseract >/dev/null 2>&1 && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+    echo "installing tesseract-ocr tesseract-ocr-eng" >&2
+    apt-get update -qq >/dev/null \
+      && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq tesseract-ocr tesseract-ocr-eng >/dev/null
+  fi
+}
+
 ensure_venv() {
   local extras="$1" hash have
   local python="${PYTHON:-python3}"

@@ -14,6 +14,7 @@ from app.db import bm25_upkeep
 from app.db.models import Chunk, Collection, Document
 from app.db.tenancy import tenant_of
 from app.errors import Conflict, NotFound, Unprocessable
+from app.ingest.chunking import OCR_FLAG
 from app.permissions import Readers
 
 # A document's collection, on the whole key (Citus keeps such a join on the tenant's shard).
@@ -159,11 +160,18 @@ async def update_document(
     return current
 
 
+# A chunk read by OCR keeps saying so under its document's new metadata.
+_CHUNK_SET = {
+    "metadata": f"metadata = d.metadata || CASE WHEN c.metadata @> '{{\"{OCR_FLAG}\": true}}' "
+    f"THEN '{{\"{OCR_FLAG}\": true}}'::jsonb ELSE '{{}}'::jsonb END"
+}
+
+
 def _document_and_chunks_update(values: dict[str, Any]) -> TextClause:
     """One statement: the document's new values (and updated_at), then the same values on its
     chunks, from the document row the first part returned."""
     document_set = "".join(f", {column} = :{column}" for column in values)
-    chunk_set = ", ".join(f"{column} = d.{column}" for column in values)
+    chunk_set = ", ".join(_CHUNK_SET.get(column, f"{column} = d.{column}") for column in values)
     chunks = (
         f" UPDATE chunks c SET {chunk_set} FROM d"
         " WHERE c.tenant_id = :tenant AND c.tenant_id = d.tenant_id AND c.document_id = d.id"

@@ -11,6 +11,9 @@ from tokenizers import Tokenizer
 from app.ingest.parsing import ParsedDocument, Section
 
 RANGE_DASH = "\N{EN DASH}"
+# The metadata key set (to true) on a chunk whose text was read by OCR (parsing/ocr.py); kept
+# when the document's metadata is changed (catalog.py).
+OCR_FLAG = "ocr"
 # The splitter is fed windows of at most this many characters per chunk token: on text with
 # no boundary to cut at (a run of punctuation) its cost grows with the square of what it is
 # given (80,000 brackets took 33 s, 20,000 took 1 s), on windows it stays linear.
@@ -23,6 +26,7 @@ class _Piece:
     tokens: int
     page_number: int | None
     section_path: tuple[str, ...]
+    ocr: bool = False
 
 
 @dataclass(slots=True)
@@ -52,6 +56,7 @@ class ChunkDraft:
     page_number: int | None
     section_path: tuple[str, ...]
     token_count: int
+    ocr: bool = False  # its text was read from a page's image (parsing/ocr.py)
 
 
 class Chunker:
@@ -92,7 +97,9 @@ class Chunker:
                 pieces += self._pieces(sections[start], texts[start], sizes[start])
             start = end
         return [
-            ChunkDraft(piece.text, index, piece.page_number, piece.section_path, piece.tokens)
+            ChunkDraft(
+                piece.text, index, piece.page_number, piece.section_path, piece.tokens, piece.ocr
+            )
             for index, piece in enumerate(pieces)
         ]
 
@@ -103,12 +110,12 @@ class Chunker:
         `path` replaces the section's own."""
         path = section.section_path if path is None else path
         if 0 < size <= self._chunk_tokens:  # most sections: no need for the slow splitter
-            return [_Piece(text, size, section.page_number, path)]
+            return [_Piece(text, size, section.page_number, path, section.ocr)]
         if not size:
             return []
         chunks = [chunk for chunk in self._split(text) if chunk.strip()]
         return [  # a piece of only what the tokenizer ignores (U+200B …) is no chunk
-            _Piece(c, n, section.page_number, path)
+            _Piece(c, n, section.page_number, path, section.ocr)
             for c, n in zip(chunks, self._count(chunks), strict=True)
             if n
         ]

@@ -8,7 +8,7 @@ import uuid
 from dataclasses import dataclass
 from typing import Any
 
-from app.ingest.chunking import ChunkDraft
+from app.ingest.chunking import OCR_FLAG, ChunkDraft
 from app.ingest.inputs import DocumentInput, Prepared
 from app.ingest.store import DocumentKey, DocumentRow, NewVersion, StoredVersion, Written
 
@@ -84,7 +84,8 @@ def _chunk_row(
         "embedding": vector,
         "embedding_model": model_id,
         "embedded_text_hash": text_hash,
-        "metadata": metadata,  # the document's, on every chunk: filters need no join
+        # the document's, on every chunk (filters need no join); "ocr": true on text read by OCR
+        "metadata": {**metadata, OCR_FLAG: True} if draft.ocr else metadata,
     }
 
 

@@ -11,6 +11,7 @@ from app.ingest.parsing.epub import parse_epub
 from app.ingest.parsing.limits import DEFAULT_LIMITS, ParseLimits
 from app.ingest.parsing.markup import parse_markup
 from app.ingest.parsing.model import ParsedDocument, SourceType
+from app.ingest.parsing.ocr import read_scanned
 from app.ingest.parsing.odt import parse_odt
 from app.ingest.parsing.pdf import parse_pdf
 from app.ingest.parsing.sheets import parse_xlsx
@@ -30,7 +31,18 @@ _READERS: dict[SourceType, Callable[[bytes, ParseLimits], ParsedDocument]] = {
 def read_file(
     content: str | bytes, source_type: SourceType, limits: ParseLimits = DEFAULT_LIMITS
 ) -> ParsedDocument:
-    """A `FileReading` in this process: the wall-clock budget is the sandbox's to enforce."""
+    """A `FileReading` in this process, scanned PDF pages read by OCR: the wall-clock budget
+    is the sandbox's to enforce."""
+    parsed = read_text(content, source_type, limits)
+    if parsed.scanned_pages and isinstance(content, bytes):
+        return read_scanned(content, parsed, limits)
+    return parsed
+
+
+def read_text(
+    content: str | bytes, source_type: SourceType, limits: ParseLimits = DEFAULT_LIMITS
+) -> ParsedDocument:
+    """The file's text, a PDF's pages without text left in `scanned_pages` (for OCR)."""
     kind = SourceType(source_type)
     if not kind.file_only:
         return parse_markup(content, kind)

@@ -21,6 +21,10 @@ slides count as pages, and a workbook's sheets may hold `max_rows` rows, empty o
 streamed) may hold `max_xml_elements` elements, counted as it streams in: a tree costs a
 hundred-odd bytes an element, and 58 KB of ODT holding 3.4 million `<text:s/>` grew a reader
 to 600 MB before it.
+
+PDF pages without a text layer (scans) are read by OCR (ocr.py) after the rest of the file,
+in a second call to the workers with a budget of its own: `seconds` plus
+`ocr_seconds_per_page` for each scanned page, at most `ocr_max_pages` of them.
 """
 
 from __future__ import annotations
@@ -46,10 +50,19 @@ class ParseLimits:
     max_xml_depth: int = 128  # nesting of any XML inside a container
     max_xml_elements: int = 1_000_000  # elements of one XML member a reader builds a tree of
     inline_bytes: int = 32 * 1024  # markdown and HTML up to this size parse in the caller
+    # PDF pages without a text layer are read from their image (ocr.py), under their own budget
+    ocr: bool = True
+    ocr_languages: str = "eng"  # Tesseract's names, "+" between two
+    ocr_max_pages: int = 100  # scanned pages of one PDF
+    ocr_seconds_per_page: float = 20.0
 
     def budget(self, size_bytes: int) -> float:
         """Wall-clock seconds a file of `size_bytes` may take to parse."""
         return self.seconds + self.seconds_per_mb * size_bytes / MB
+
+    def ocr_budget(self, pages: int) -> float:
+        """Wall-clock seconds the OCR of `pages` scanned pages may take (ocr.py)."""
+        return self.seconds + self.ocr_seconds_per_page * min(pages, self.ocr_max_pages)
 
 
 DEFAULT_LIMITS = ParseLimits()

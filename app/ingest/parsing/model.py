@@ -72,12 +72,15 @@ class Section:
     page_number: int | None
     row: int | None = None
     header: str = ""  # a sheet's header row, repeated at the top of each chunk of its rows
+    ocr: bool = False  # read from the page's image (ocr.py): the page had no text layer
 
 
 @dataclass(frozen=True, slots=True)
 class ParsedDocument:
     title: str | None
     sections: list[Section]
+    # PDF pages without a text layer, left for OCR to read (ocr.py); () once it has
+    scanned_pages: tuple[int, ...] = ()
 
 
 def document(title: str | None, sections: list[Section]) -> ParsedDocument:

@@ -12,7 +12,8 @@ from pypdf.errors import DependencyError, LimitReachedError
 
 from app.errors import PayloadTooLarge, Unprocessable
 from app.ingest.parsing.limits import DEFAULT_LIMITS, ParseLimits, too_many_chars
-from app.ingest.parsing.model import ParsedDocument, Section, document
+from app.ingest.parsing.model import ParsedDocument, Section
+from app.ingest.parsing.ocr import no_text_layer, scanned_pages
 
 logger = logging.getLogger(__name__)
 
@@ -25,8 +26,9 @@ def parse_pdf(data: bytes, limits: ParseLimits = DEFAULT_LIMITS) -> ParsedDocume
 
     A PDF locked with only an owner password (print/copy restrictions) opens with the empty
     user password, as in any viewer; one that needs a password to open is 422, and so is a
-    corrupt file or one without any text layer (scanned pages need OCR first). More pages or
-    characters than the limits allow, or a stream inflating past them, is 413.
+    corrupt file. Pages without text are left in `scanned_pages` for OCR (ocr.py); with OCR
+    off, a PDF without any text layer is 422. More pages or characters than the limits allow,
+    or a stream inflating past them, is 413.
     """
     inflated = limits.max_inflated_bytes
     with apply_configuration(
@@ -51,11 +53,11 @@ def parse_pdf(data: bytes, limits: ParseLimits = DEFAULT_LIMITS) -> ParsedDocume
         for number, text in enumerate(texts, start=1)
         if text.strip()
     ]
-    if not sections:
-        raise Unprocessable(
-            "the PDF has no text layer (scanned pages?): run OCR on it first, then upload it again"
-        )
-    return document(_title(reader, sections[0].text), sections)
+    scanned = scanned_pages(texts, limits)  # read by OCR next (ocr.py), unless it is off
+    if not sections and not scanned:
+        raise no_text_layer(limits)
+    title = _title(reader, sections[0].text if sections else "")
+    return ParsedDocument(title or None, sections, scanned_pages=scanned)
 
 
 def _open(data: bytes, limits: ParseLimits) -> PdfReader:

@@ -15,6 +15,11 @@ objects (a 2 MB markdown list is a million parser tokens, a gigabyte) fails its 
 the worker: a 422 naming the limit, the worker's memory freed as the error unwinds, and the
 worker reads on. An allocation that fails inside C code may kill the worker instead: that is
 the 422 of a worker that stopped, and pebble replaces it.
+
+A PDF's pages without a text layer are read by OCR (ocr.py) in a second call to a worker,
+under a budget of their own: `RAG_PARSE_SECONDS` plus `RAG_OCR_SECONDS_PER_PAGE` for each such
+page, so a scan is given the time its pages need and a few kilobytes of PDF still no more than
+the budget of their size.
 """
 
 from __future__ import annotations
@@ -22,16 +27,18 @@ from __future__ import annotations
 import multiprocessing
 import resource
 import threading
+from collections.abc import Callable
 from concurrent.futures import TimeoutError as FutureTimeout
 from concurrent.futures.process import BrokenProcessPool
 
 from pebble import ProcessExpired, ProcessPool
 
 from app.errors import ServiceUnavailable, Unprocessable
-from app.ingest.parsing.files import read_file
+from app.ingest.parsing.files import read_text
 from app.ingest.parsing.limits import ParseLimits
 from app.ingest.parsing.markup import size_of
 from app.ingest.parsing.model import ParsedDocument, SourceType
+from app.ingest.parsing.ocr import read_scanned
 
 _REPRINT = {SourceType.PDF: "; a PDF printed again from its source usually reads"}
 
@@ -54,10 +61,19 @@ def _cap_memory(max_bytes: int) -> None:
 def _read_capped(
     content: str | bytes, source_type: SourceType, limits: ParseLimits
 ) -> ParsedDocument:
-    """`read_file` in a worker; a MemoryError goes back as OutOfMemory, once what the read
+    """`read_text` in a worker; a MemoryError goes back as OutOfMemory, once what the read
     built is freed (a MemoryError may not even pickle without memory to spare)."""
     try:
-        return read_file(content, source_type, limits)
+        return read_text(content, source_type, limits)
+    except MemoryError:
+        pass
+    raise OutOfMemory
+
+
+def _ocr_capped(content: bytes, parsed: ParsedDocument, limits: ParseLimits) -> ParsedDocument:
+    """`read_scanned` (OCR of a PDF's pages without text) in a worker, as `_read_capped`."""
+    try:
+        return read_scanned(content, parsed, limits)
     except MemoryError:
         pass
     raise OutOfMemory
@@ -89,22 +105,51 @@ class FileSandbox:
         self, content: str | bytes, source_type: SourceType, limits: ParseLimits
     ) -> ParsedDocument:
         """Blocking (call it from a worker thread): the parsed file, or the error that stopped
-        it, 422 when it overran its budget or killed its worker."""
+        it, 422 when it overran its budget or killed its worker. A PDF's scanned pages are
+        read by OCR in a second call, under a budget of their own (`ParseLimits.ocr_budget`)."""
         budget = limits.budget(size_of(content))
         kind = SourceType(source_type)
-        future = self._started().schedule(
-            _read_capped, args=(content, kind, limits), timeout=budget
+        parsed = self._run(
+            _read_capped,
+            (content, kind, limits),
+            kind,
+            budget,
+            f"reading the {kind.label} took longer than its budget of {budget:.1f} s "
+            f"(RAG_PARSE_SECONDS {limits.seconds:g} s + RAG_PARSE_SECONDS_PER_MB "
+            f"{limits.seconds_per_mb:g} s per MB sent) and was stopped: the file is "
+            f"malformed or built to be slow{_REPRINT.get(kind, '')}",
+            {"limit": "seconds", "value": round(budget, 3)},
         )
+        if not parsed.scanned_pages or not isinstance(content, bytes):
+            return parsed
+        budget = limits.ocr_budget(len(parsed.scanned_pages))
+        return self._run(
+            _ocr_capped,
+            (content, parsed, limits),
+            kind,
+            budget,
+            f"reading the {kind.label}'s {len(parsed.scanned_pages):,} scanned page(s) by OCR "
+            f"took longer than its budget of {budget:.1f} s (RAG_PARSE_SECONDS "
+            f"{limits.seconds:g} s + RAG_OCR_SECONDS_PER_PAGE {limits.ocr_seconds_per_page:g} s "
+            "a page) and was stopped",
+            {"limit": "ocr_seconds_per_page", "value": limits.ocr_seconds_per_page},
+        )
+
+    def _run(
+        self,
+        work: Callable[..., ParsedDocument],
+        args: tuple[object, ...],
+        kind: SourceType,
+        budget: float,
+        overrun: str,
+        limit: dict[str, object],
+    ) -> ParsedDocument:
+        """`work(*args)` in a worker, stopped past `budget` seconds (a 422 saying `overrun`)."""
+        future = self._started().schedule(work, args=args, timeout=budget)
         try:
             parsed: ParsedDocument = future.result()
         except FutureTimeout:
-            raise Unprocessable(
-                f"reading the {kind.label} took longer than its budget of {budget:.1f} s "
-                f"(RAG_PARSE_SECONDS {limits.seconds:g} s + RAG_PARSE_SECONDS_PER_MB "
-                f"{limits.seconds_per_mb:g} s per MB sent) and was stopped: the file is "
-                f"malformed or built to be slow{_REPRINT.get(kind, '')}",
-                extra={"limit": "seconds", "value": round(budget, 3)},
-            ) from None
+            raise Unprocessable(overrun, extra=limit) from None
         except (OutOfMemory, MemoryError):
             raise Unprocessable(
                 f"reading the {kind.label} needed more memory than a parse worker may have "
