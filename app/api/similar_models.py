@@ -9,10 +9,10 @@ from typing import Self
 from pydantic import BaseModel, Field
 
 from app.api.search_models import ChunkOut
+from app.inputs.replies import DifferenceOut
 from app.inputs.similar import DedupeInput
 from app.inputs.vocabulary import STRATEGY_COMPARES
 from app.retrieval.dedupe import DedupeOutcome
-from app.retrieval.differences import Difference, Passage
 from app.retrieval.duplicates import DuplicateGroup, Examined, MergeStrategy, primary_of, versions
 from app.retrieval.similar import SimilarOutcome
 
@@ -65,42 +65,6 @@ class DocumentRef(BaseModel):
             updated_at=doc.updated_at,
             access_count=doc.returned_count,
             access=list(doc.access),
-        )
-
-
-class PassageOut(BaseModel):
-    primary: str = Field(description="The passage as the primary has it (with context).")
-    duplicate: str = Field(description="The same passage as the duplicate has it.")
-    primary_changed: str = Field(description="The primary's words that differ.")
-    duplicate_changed: str = Field(description="The duplicate's words that differ.")
-
-    @classmethod
-    def of(cls, passage: Passage) -> Self:
-        return cls(
-            primary=passage.primary,
-            duplicate=passage.duplicate,
-            primary_changed=passage.primary_changed,
-            duplicate_changed=passage.duplicate_changed,
-        )
-
-
-class DifferenceOut(BaseModel):
-    document_id: uuid.UUID = Field(description="A duplicate of the group.")
-    compared_with: uuid.UUID = Field(description="The group's primary.")
-    identical: bool = Field(description="The same words (whitespace aside).")
-    passages: list[PassageOut] = Field(description="Where the texts differ, in order (at most 5).")
-    passages_omitted: int = Field(description="Further differing passages, not shown.")
-    truncated: bool = Field(description="Only the first 100,000 characters were compared.")
-
-    @classmethod
-    def of(cls, difference: Difference) -> Self:
-        return cls(
-            document_id=difference.document_id,
-            compared_with=difference.compared_with,
-            identical=difference.identical,
-            passages=[PassageOut.of(p) for p in difference.passages],
-            passages_omitted=difference.omitted,
-            truncated=difference.truncated,
         )
 
 

@@ -179,12 +179,9 @@ def _differences(number: int, group: DuplicateGroup) -> list[Text]:
         if difference.identical:
             lines.append(Text(head + "the same text"))
             continue
+        count = len(difference.passages) + difference.passages_omitted
         lines.append(
-            Text(
-                head
-                + plural(len(difference.passages) + difference.passages_omitted, "passage")
-                + " differ"
-            )
+            Text(head + plural(count, "passage") + (" differs" if count == 1 else " differ"))
         )
         for passage in difference.passages:
             lines.append(_passage("  keep   ", passage.primary, passage.primary_changed, "green"))

@@ -122,10 +122,10 @@ def versions(docs: Sequence[Examined]) -> Versions:
     odd = next((d for d in docs if numbers[d.id] is None and times[d.id] is None), None)
     if odd is None:
         return Versions(None, {}, "the versions mix numbers and ISO 8601 times")
+    given = str(odd.version)
+    shown = given if len(given) <= 24 else f"{given[:23]}…"  # a content hash says enough so
     return Versions(
-        None,
-        {},
-        f"{_named(odd)} has version {odd.version!r}, neither an ISO 8601 time nor a number",
+        None, {}, f"{_named(odd)} has version {shown!r}, neither an ISO 8601 time nor a number"
     )
 
 

@@ -33,7 +33,7 @@ def test_a_dedupe_preview_then_a_merge(browser: Browser, console: Console) -> No
         page.get_by_label("Merge strategy").select_option("keep_oldest")
         page.get_by_role("button", name="Preview").click()
         group = page.get_by_role("article", name="Group 1")
-        expect(group.get_by_role("heading")).to_contain_text("2 documents, similarity 0.9")
+        expect(group.get_by_role("heading", level=3)).to_contain_text("2 documents, similarity 0.9")
         rows = group.get_by_role("row")
         expect(rows).to_have_count(3)
         expect(page.locator(".summary")).to_have_text(
@@ -47,7 +47,7 @@ def test_a_dedupe_preview_then_a_merge(browser: Browser, console: Console) -> No
         expect(newest.get_by_role("cell").nth(8)).to_have_text("✓ kept")
         expect(oldest.get_by_role("cell").nth(9)).to_have_text("✓ kept")
         expect(group.get_by_role("region", name="What differs")).to_contain_text(
-            "backups-old.md against backups.md: the same text."
+            "backups-old.md and backups.md: the same text."
         )
         checked(page, "duplicates")
 

@@ -175,7 +175,7 @@ async def test_duplicates_are_the_same_through_every_door(
             await local.dedupe_on(operator, tenant.tenant_id, DedupeInput.model_validate(asked))
         )
         assert cli == api
-        keys = ("primary_id", "duplicate_ids", "avg_similarity")
+        keys = ("primary_id", "duplicate_ids", "avg_similarity", "differences")
         assert [{k: g[k] for k in keys} for g in tool["duplicate_groups"]] == [
             {k: g[k] for k in keys} for g in api["duplicate_groups"]
         ]

@@ -52,9 +52,15 @@ function renderNav(current) {
     h('a', { href: `#/${section.path}`, 'aria-current': section === current ? 'page' : null },
       section.label)))));
   nav.hidden = false;
+  // the tenant, then what the token is (a token's `sub` names its holder, often a program such
+  // as "cli", not necessarily a person) and what it may do
+  const may = identity.scopes.filter((s) => s.startsWith('rag:')).map((s) => s.slice(4));
   fill(document.getElementById('who-text'),
-    'Tenant ', userText(identity.tenant_id, 'strong'), ' · ', userText(identity.subject),
-    identity.scopes.includes('rag:admin') ? ' · admin' : '');
+    'Tenant ', userText(identity.tenant_id, 'strong'), ` (${identity.tenant_tier}) · `,
+    'token for ', userText(identity.subject, 'code', { title: 'the token’s subject (sub claim)' }),
+    may.length ? `: ${may.join(', ')}` : '',
+    identity.expires_at ? `, until ${new Date(identity.expires_at).toLocaleTimeString('en-GB',
+      { hour: '2-digit', minute: '2-digit' })}` : '');
   document.getElementById('who').hidden = false;
 }
 
