@@ -87,6 +87,11 @@ class JobOut(BaseModel):
     turns: int
     timings: JobTimings
     callback: Callback | None = Field(description="The job's callback, when it has one.")
+    files: list[str] = Field(
+        description="Its documents' names (file names, or external ids), the first 20 in "
+        "submission order; `progress.documents_total` counts them all."
+    )
+    collections: list[str] = Field(description="The collections it writes to.")
 
     @classmethod
     def of(cls, job: JobView) -> Self:
@@ -106,6 +111,8 @@ class JobOut(BaseModel):
                 bytes_pending=job.bytes_pending,
             ),
             results=_results(job.results),
+            files=job.files,
+            collections=job.collections,
             error=job.error,
             turns=job.turns,
             timings=JobTimings(
