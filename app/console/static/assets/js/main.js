@@ -10,10 +10,12 @@ import * as audit from './pages/audit.js';
 import * as documents from './pages/documents.js';
 import * as duplicates from './pages/duplicates.js';
 import * as jobs from './pages/jobs.js';
+import * as overview from './pages/overview.js';
 import * as search from './pages/search.js';
 import * as tenant from './pages/tenant.js';
 
 const SECTIONS = [
+  { path: 'overview', label: 'Overview', scope: 'rag:search', page: overview },
   { path: 'search', label: 'Search', scope: 'rag:search', page: search },
   { path: 'documents', label: 'Documents', scope: 'rag:search', page: documents },
   { path: 'jobs', label: 'Jobs', scope: 'rag:search', page: jobs },
@@ -70,7 +72,8 @@ async function render({ focus = true } = {}) {
   const controller = new AbortController();
   running = controller;
   const { section: name, id, query } = where();
-  const fallback = SECTIONS.find(allowed) ?? SECTIONS[0];
+  // where a sign-in lands: Search, else the first section the token may use
+  const fallback = SECTIONS.find((s) => s.path === 'search' && allowed(s)) ?? SECTIONS.find(allowed) ?? SECTIONS[0];
   const section = SECTIONS.find((s) => s.path === name) ?? fallback;
   renderNav(section);
   pageChanged();
