@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import datetime
 from typing import Annotated, Any, Literal, Self
 
@@ -12,6 +13,7 @@ from app.admin.tenants import TenantCounts
 from app.db.models import AuditEntry, Tenant
 from app.storable import Printable
 from app.tenants import TENANT_ID_PATTERN
+from app.usage import HourTraffic, TrafficWindows
 
 TenantId = Annotated[str, StringConstraints(pattern=TENANT_ID_PATTERN)]
 Name = Annotated[str, StringConstraints(min_length=1, max_length=200), Printable]
@@ -98,6 +100,22 @@ class WindowsOut(BaseModel):
         description="The last 24 hours, oldest first, the current (partial) hour last."
     )
 
+    @classmethod
+    def of(cls, windows: TrafficWindows, hourly: Sequence[HourTraffic]) -> Self:
+        return cls(
+            last_hour=TrafficOut.model_validate(windows.last_hour, from_attributes=True),
+            last_day=TrafficOut.model_validate(windows.last_day, from_attributes=True),
+            hourly=[
+                HourOut(
+                    start=hour.start,
+                    searches=hour.traffic.searches,
+                    ingests=hour.traffic.ingests,
+                    rate_limited=hour.traffic.rate_limited,
+                )
+                for hour in hourly
+            ],
+        )
+
 
 class JobsOut(BaseModel):
     queued: int = Field(description="Ingestion jobs waiting for a worker.")
@@ -131,19 +149,7 @@ class StatsOut(BaseModel):
                 total_bytes=storage.total_bytes,
                 rows=storage.rows,
             ),
-            traffic=WindowsOut(
-                last_hour=TrafficOut.model_validate(windows.last_hour, from_attributes=True),
-                last_day=TrafficOut.model_validate(windows.last_day, from_attributes=True),
-                hourly=[
-                    HourOut(
-                        start=hour.start,
-                        searches=hour.traffic.searches,
-                        ingests=hour.traffic.ingests,
-                        rate_limited=hour.traffic.rate_limited,
-                    )
-                    for hour in found.hourly
-                ],
-            ),
+            traffic=WindowsOut.of(windows, found.hourly),
             jobs=JobsOut(
                 queued=found.jobs.queued,
                 running=found.jobs.running,

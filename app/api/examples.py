@@ -164,12 +164,17 @@ TENANT_PATCH: dict[str, Example] = {
 DEDUPE: dict[str, Example] = {
     "preview": Example(
         summary="Preview near-duplicate groups (changes nothing)",
-        description="A dry run: the groups a merge would act on, with their primary.",
+        description="A dry run: the groups a merge would act on, the copy each strategy "
+        "keeps, and what differs between the copies.",
         value={"similarity_threshold": 0.9, "dry_run": True, "collections": ["handbook"]},
     ),
     "merge": Example(
-        summary="Merge: keep the newest of each group (needs rag:ingest)",
-        value={"similarity_threshold": 0.95, "dry_run": False, "merge_strategy": "keep_newest"},
+        summary="Merge: keep the latest source version of each group (needs rag:ingest)",
+        value={
+            "similarity_threshold": 0.95,
+            "dry_run": False,
+            "merge_strategy": "keep_latest_version",
+        },
     ),
 }
 

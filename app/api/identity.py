@@ -1,4 +1,5 @@
-"""GET /api/rag/me: who a token is, for clients that adapt to it (the web console's sign-in)."""
+"""GET /api/rag/me: who a token is, for clients that adapt to it (the web console's sign-in);
+GET /api/rag/usage: its tenant's traffic (the console's overview)."""
 
 from __future__ import annotations
 
@@ -8,9 +9,11 @@ from typing import Self
 from fastapi import APIRouter
 from pydantic import BaseModel, Field
 
-from app.api.deps import AnyCaller
+from app.api.admin_models import WindowsOut
+from app.api.deps import AnyCaller, ResourcesDep, SearchCaller
 from app.api.openapi import GATED
 from app.gate import Caller
+from app.operations.usage import tenant_traffic
 
 router = APIRouter(prefix="/api/rag", tags=["identity"], responses=GATED)
 
@@ -42,3 +45,11 @@ async def whoami(caller: AnyCaller) -> IdentityOut:
     """Any valid token of an active tenant: its tenant, subject, scopes, groups and expiry.
     A refused token gets the same 401 or 403 as on every other route, with the reason."""
     return IdentityOut.of(caller)
+
+
+@router.get("/usage", summary="The tenant's traffic in the last hour and day")
+async def usage(caller: SearchCaller, resources: ResourcesDep) -> WindowsOut:
+    """Searches, documents ingested and requests refused with 429, for the token's tenant:
+    the last hour, the last day and each of the last 24 hours (as the admin stats give them)."""
+    windows, hourly = await tenant_traffic(resources, caller.tenant_id)
+    return WindowsOut.of(windows, hourly)

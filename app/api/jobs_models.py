@@ -112,6 +112,11 @@ class JobOut(BaseModel):
     timings: JobTimings
     callback: Callback | None = Field(description="The job's callback, when it has one.")
     sync: JobSync | None = Field(None, description="When the job is a collection sync.")
+    files: list[str] = Field(
+        description="Its documents' names (file names, or external ids), the first 20 in "
+        "submission order; `progress.documents_total` counts them all."
+    )
+    collections: list[str] = Field(description="The collections it writes to.")
 
     @classmethod
     def of(cls, job: JobView) -> Self:
@@ -131,6 +136,8 @@ class JobOut(BaseModel):
                 bytes_pending=job.bytes_pending,
             ),
             results=_results(job.results),
+            files=job.files,
+            collections=job.collections,
             error=job.error,
             turns=job.turns,
             timings=JobTimings(

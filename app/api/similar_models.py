@@ -9,9 +9,11 @@ from typing import Self
 from pydantic import BaseModel, Field
 
 from app.api.search_models import ChunkOut
+from app.inputs.replies import DifferenceOut
 from app.inputs.similar import DedupeInput
+from app.inputs.vocabulary import STRATEGY_COMPARES
 from app.retrieval.dedupe import DedupeOutcome
-from app.retrieval.duplicates import DuplicateGroup, Examined, MergeStrategy, primary_of
+from app.retrieval.duplicates import DuplicateGroup, Examined, MergeStrategy, primary_of, versions
 from app.retrieval.similar import SimilarOutcome
 
 
@@ -47,10 +49,14 @@ class DocumentRef(BaseModel):
     updated_at: datetime
     access_count: int = Field(description="How often search, context and similar returned it.")
     access: list[str] = Field(default_factory=list, description="Who may see it.")
+    version: str | None = Field(
+        default=None, description="The source's own revision of it, as given at ingestion."
+    )
 
     @classmethod
     def of(cls, doc: Examined) -> Self:
         return cls(
+            version=doc.version,
             id=doc.id,
             title=doc.title,
             collection=doc.collection,
@@ -73,11 +79,32 @@ class GroupOut(BaseModel):
         description="The document each merge strategy would keep (the primary is the one of "
         "the strategy asked for)."
     )
+    differences: list[DifferenceOut] = Field(
+        description="What differs between each duplicate and the primary: the passages a "
+        "merge would lose (empty beyond the first 100 groups and 10 duplicates a group)."
+    )
+    versions_compared: str | None = Field(
+        description="How keep_latest_version compares the copies' versions: number, iso_time, "
+        "or null when they do not compare (it then keeps the last ingested; see notes)."
+    )
+    notes: list[str] = Field(description="What a person should know before merging the group.")
 
     @classmethod
     def of(cls, group: DuplicateGroup) -> Self:
-        members = [group.primary, *group.duplicates]
+        members = group.members
+        compared = versions(members)
+        notes = []
+        if compared.kind is None:
+            notes.append(
+                f"keep_latest_version cannot compare versions here ({compared.reason}): "
+                "it keeps the last ingested instead"
+            )
+        if any(not d.identical for d in group.differences):
+            notes.append("the copies' texts differ: read the differences before choosing")
         return cls(
+            differences=[DifferenceOut.of(d) for d in group.differences],
+            versions_compared=compared.kind,
+            notes=notes,
             primary_id=group.primary.id,
             primary_title=group.primary.title,
             duplicate_ids=[d.id for d in group.duplicates],
@@ -90,6 +117,11 @@ class GroupOut(BaseModel):
 
 class DedupeOut(BaseModel):
     duplicate_groups: list[GroupOut]
+    merge_strategy: MergeStrategy = Field(description="The strategy of the primaries.")
+    strategies: dict[MergeStrategy, str] = Field(
+        default_factory=lambda: dict(STRATEGY_COMPARES),
+        description="What each merge strategy compares.",
+    )
     total_duplicates: int
     dry_run: bool
     action: str = Field(description="preview (nothing changed) or merged")
@@ -100,6 +132,7 @@ class DedupeOut(BaseModel):
     def of(cls, outcome: DedupeOutcome) -> Self:
         return cls(
             duplicate_groups=[GroupOut.of(g) for g in outcome.groups],
+            merge_strategy=outcome.merge_strategy,
             total_duplicates=outcome.total_duplicates,
             dry_run=outcome.dry_run,
             action="preview" if outcome.dry_run else "merged",

@@ -149,8 +149,11 @@ def dedupe(
     merge_strategy: Annotated[
         str | None,
         typer.Option(
-            help="Which document each group keeps: keep_newest (default), keep_oldest or "
-            "keep_most_accessed (the most often returned by searches)."
+            help="Which copy each group keeps: keep_newest (the last ingested), keep_oldest "
+            "(the first ingested), keep_most_accessed (the most often returned by searches) or "
+            "keep_latest_version (the latest source version, where every copy's reads as an "
+            "ISO time or a number; else the last ingested). --apply without it merges only "
+            "groups whose copies are the same text."
         ),
     ] = None,
     collection: Annotated[list[str] | None, typer.Option(help="Only these collections.")] = None,
@@ -162,7 +165,7 @@ def dedupe(
     from rich.console import Console
 
     from app.cli import backend
-    from app.cli.views import dedupe_table
+    from app.cli.views import dedupe_view
     from app.inputs.similar import DedupeInput
 
     question = backend.asked(
@@ -173,4 +176,4 @@ def dedupe(
         collections=collection or None,
     )
     result = backend.run(url, token, tenant, lambda answers: answers.dedupe(question))
-    Console().print(dedupe_table(result))
+    Console().print(dedupe_view(result))

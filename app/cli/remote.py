@@ -294,7 +294,9 @@ def ingest_background(
             ).job_id
             for batch in _batches(files)
         ]
-        console.print(f"submitted {len(files)} files as {len(job_ids)} job(s): {_ids(job_ids)}")
+        jobs = "1 job" if len(job_ids) == 1 else f"{len(job_ids)} jobs"
+        files_ = "1 file" if len(files) == 1 else f"{len(files)} files"
+        console.print(f"submitted {files_} as {jobs}: {_ids(job_ids)}")
         if callback_url:
             console.print(f"each job calls back {callback_url} when it ends")
         columns = (

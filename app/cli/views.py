@@ -14,10 +14,13 @@ from rag_client import (
     Document,
     DocumentPage,
     DocumentRef,
+    DuplicateGroup,
     SearchResult,
     SimilarChunk,
 )
+from rich.console import Group
 from rich.table import Table
+from rich.text import Text
 
 SNIPPET_CHARS = 120
 WIDE = 100  # columns from which a table has room for whole ids
@@ -135,19 +138,66 @@ def document_table(doc: Document) -> Table:
     return table
 
 
-def dedupe_table(result: DedupeResult) -> Table:
-    verb = "would merge" if result.dry_run else "merged"
-    table = Table(title=f"{result.total_duplicates} duplicates ({verb})")
-    for name in ("keep (primary)", "duplicates", "avg similarity"):
+def plural(n: int, one: str, many: str | None = None) -> str:
+    """ "1 group", "3 groups": a count with its noun agreeing."""
+    return f"{n} {one if n == 1 else (many or one + 's')}"
+
+
+def dedupe_view(result: DedupeResult) -> Group:
+    """The groups (what each keeps and deletes), then what differs between their copies: the
+    same preview the API replies and the console shows."""
+    groups = result.duplicate_groups
+    strategy = str(result.merge_strategy or "keep_newest")
+    compares = result.strategies.get(strategy, strategy).split(":")[0]
+    verb = "would delete" if result.dry_run else "deleted"
+    title = (
+        f"{plural(len(groups), 'group')}: {verb} {plural(result.total_duplicates, 'duplicate')}"
+        f", keeping the {compares} copy ({strategy})"
+    )
+    table = Table(title=title)
+    for name in ("keep (primary)", "delete (duplicates)", "avg similarity"):
         table.add_column(name, overflow="fold")
-    for group in result.duplicate_groups:
+    for group in groups:
         primary, *duplicates = group.documents
         table.add_row(
             _document_line(primary),
             "\n".join(_document_line(d) for d in duplicates),
             f"{group.avg_similarity:.3f}",
         )
-    return table
+    parts: list[Table | Text] = [table]
+    for number, group in enumerate(groups, start=1):
+        parts.extend(_differences(number, group))
+    return Group(*parts)
+
+
+def _differences(number: int, group: DuplicateGroup) -> list[Text]:
+    names = {d.id: f"{d.collection}/{d.external_id}" for d in group.documents}
+    lines: list[Text] = []
+    for difference in group.differences:
+        kept, deleted = names[difference.compared_with], names[difference.document_id]
+        head = f"group {number}: {deleted} against {kept}: "
+        if difference.identical:
+            lines.append(Text(head + "the same text"))
+            continue
+        count = len(difference.passages) + difference.passages_omitted
+        lines.append(
+            Text(head + plural(count, "passage") + (" differs" if count == 1 else " differ"))
+        )
+        for passage in difference.passages:
+            lines.append(_passage("  keep   ", passage.primary, passage.primary_changed, "green"))
+            lines.append(_passage("  delete ", passage.duplicate, passage.duplicate_changed, "red"))
+        if difference.passages_omitted:
+            lines.append(Text(f"  … {plural(difference.passages_omitted, 'more passage')}"))
+    lines.extend(Text(f"note (group {number}): {note}", style="yellow") for note in group.notes)
+    return lines
+
+
+def _passage(label: str, text: str, changed: str, style: str) -> Text:
+    line = Text(label, style=style)
+    line.append(text or "(nothing)")
+    if changed:
+        line.highlight_words([changed], style=f"bold {style}")
+    return line
 
 
 def _document_line(doc: DocumentRef) -> str:

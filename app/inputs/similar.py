@@ -40,7 +40,14 @@ class DedupeInput(BaseModel):
 
     similarity_threshold: Annotated[float, Field(ge=0.0, le=1.0)] = DEFAULT_DUPLICATE_THRESHOLD
     dry_run: bool = True
-    merge_strategy: MergeStrategy = MergeStrategy.KEEP_NEWEST
+    merge_strategy: MergeStrategy | None = Field(
+        default=None,
+        description="Which copy each group keeps: keep_newest (last ingested), keep_oldest "
+        "(first ingested), keep_most_accessed (most returned by searches), keep_latest_version "
+        "(the latest source `version` where every copy's reads as an ISO 8601 time or a "
+        "number, else the last ingested). Not named: a preview's primaries are the last "
+        "ingested, and a merge (dry_run false) is refused (422) when a group's copies differ.",
+    )
     limit: Annotated[int, Field(ge=1, le=MAX_DEDUPE_LIMIT)] = DEFAULT_DEDUPE_LIMIT
     collections: Annotated[list[CollectionName] | None, Field(max_length=100)] = None
     use_index: bool = Field(default=True, validation_alias=AliasChoices("use_index", "use_lsh"))

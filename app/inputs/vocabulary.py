@@ -31,9 +31,22 @@ class SearchScope(StrEnum):
 
 
 class MergeStrategy(StrEnum):
-    KEEP_NEWEST = "keep_newest"
-    KEEP_OLDEST = "keep_oldest"
+    """Which copy of a duplicate group a merge keeps; `STRATEGY_COMPARES` says by what."""
+
+    KEEP_NEWEST = "keep_newest"  # the last ingested (or re-ingested)
+    KEEP_OLDEST = "keep_oldest"  # the first ingested
     KEEP_MOST_RETURNED = "keep_most_accessed"  # the most often returned (a wire name kept)
+    KEEP_LATEST_VERSION = "keep_latest_version"  # the source's latest `version`
+
+
+STRATEGY_COMPARES = {
+    MergeStrategy.KEEP_NEWEST: "last ingested: keeps the copy stored (or re-ingested) last",
+    MergeStrategy.KEEP_OLDEST: "first ingested: keeps the copy stored first",
+    MergeStrategy.KEEP_MOST_RETURNED: "most returned: keeps the copy searches returned most often",
+    MergeStrategy.KEEP_LATEST_VERSION: "latest version: keeps the copy whose source `version` is "
+    "latest, when every copy carries one that reads as an ISO 8601 time or as a number (all "
+    "the same kind); otherwise the last ingested, and the preview says so",
+}
 
 
 MAX_RESULTS = 100  # a search's max_results, at most

@@ -88,11 +88,33 @@ class JobView:
     callback_delivered_at: datetime | None
     sync: dict[str, Any] | None  # a sync job's collection and outcome (without its request)
     receipt_id: uuid.UUID | None  # a sync job's receipt, once it has ended
+    files: list[str]  # the first FILES_SHOWN names, in submission order (`_WHAT`)
+    collections: list[str]  # the collections it writes to
 
 
+FILES_SHOWN = 20
+# What a job is about, for a list of jobs: its documents' names and collections, from the
+# results of those done and the inputs still waiting (an input goes once its result is in).
+_PARTS = (
+    "select (r->>'position')::int as p, r->>'name' as n, r->>'collection' as c"
+    " from jsonb_array_elements(ingest_jobs.results) r"
+    " union all select i.position, i.name, i.fields->>'collection' from ingest_job_inputs i"
+    " where i.tenant_id = ingest_jobs.tenant_id and i.job_id = ingest_jobs.id"
+)
+_WHAT = (
+    f"array(select max(n) from ({_PARTS}) f where n is not null group by p order by p"
+    f" limit {FILES_SHOWN}) as files,"
+    f" array(select distinct c from ({_PARTS}) f where c is not null order by c) as collections"
+)
 # a sync job's request (every name it holds: up to 100,000) stays out of the views
 _COLUMNS = ", ".join(
-    "sync - 'request' as sync" if name == "sync" else name for name in JobView.__slots__
+    [
+        *(
+            "sync - 'request' as sync" if name == "sync" else name
+            for name in JobView.__slots__[:-2]
+        ),
+        _WHAT,
+    ]
 )
 
 

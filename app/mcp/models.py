@@ -15,7 +15,7 @@ from urllib.parse import urlparse
 from pydantic import BaseModel, Field, JsonValue
 
 from app.citations import ContextResult, format_chunk_for_context
-from app.inputs.replies import MetricsOut
+from app.inputs.replies import DifferenceOut, MetricsOut
 from app.retrieval import ContextOutcome, Fetched, Hit, SearchOutcome
 from app.retrieval.dedupe import DedupeOutcome
 from app.retrieval.similar import SimilarOutcome
@@ -228,6 +228,10 @@ class DuplicateGroupOut(BaseModel):
     duplicate_ids: list[uuid.UUID]
     duplicate_titles: list[str]
     avg_similarity: float
+    differences: list[DifferenceOut] = Field(
+        description="What differs between each duplicate and the primary (the passages a "
+        "merge would lose), as POST /api/rag/dedupe says it."
+    )
 
 
 class Duplicates(BaseModel):
@@ -245,6 +249,7 @@ class Duplicates(BaseModel):
                 duplicate_ids=[d.id for d in g.duplicates],
                 duplicate_titles=[d.title for d in g.duplicates],
                 avg_similarity=g.avg_similarity,
+                differences=[DifferenceOut.of(d) for d in g.differences],
             )
             for g in outcome.groups
         ]

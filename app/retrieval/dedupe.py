@@ -11,6 +11,10 @@ for N documents, not the N² pairs of an exact comparison. A group larger than k
 found when its members chain through each other's k nearest. `use_index=False` compares every
 pair exactly (numpy, on the stored vectors: duplicates.py), allowed up to `EXACT_MAX_DOCUMENTS`.
 
+A preview says what differs between the copies of a group: each duplicate's text (its chunks)
+against the primary's, word by word, as bounded passages (differences.py), for the first
+`COMPARED_GROUPS` groups, so a person sees what a merge would lose before choosing what to keep.
+
 Merging re-checks inside its own transaction: the group's documents are locked (FOR UPDATE),
 a document that changed since it was examined (`updated_at`) or vanished is neither deleted nor
 kept as primary, and the remaining ones are regrouped from their current vectors; only those
@@ -27,18 +31,19 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 from sqlalchemy import bindparam, delete, select, text
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.db import bm25_upkeep
-from app.db.models import Collection, Document
+from app.db.models import Chunk, Collection, Document
 from app.db.tenancy import SessionMaker, tenant_transaction
 from app.errors import Unprocessable
 from app.inputs.vocabulary import MAX_DEDUPE_LIMIT
 from app.observability.metrics import DEDUPE_REMOVED, DEDUPE_RUNS
+from app.retrieval.differences import compare, joined
 from app.retrieval.duplicates import (
     DuplicateGroup,
     Examined,
@@ -57,18 +62,26 @@ NEIGHBOURS = 10
 PROBE_EF_SEARCH = 40
 PROBE_BATCH = 256
 EXACT_MAX_DOCUMENTS = 5_000
+COMPARED_GROUPS = 100  # groups whose copies' texts a preview compares (the largest first)
+COMPARED_COPIES = 10  # duplicates of a group compared with its primary
 
 
 @dataclass(frozen=True, slots=True)
 class DedupeRequest:
     similarity_threshold: float = 0.95
     dry_run: bool = True
-    merge_strategy: MergeStrategy = MergeStrategy.KEEP_NEWEST
+    # None: not chosen. The primaries are then the last ingested, and a merge goes ahead only
+    # where every copy was compared and found identical to its primary (`unchosen_refusal`).
+    merge_strategy: MergeStrategy | None = None
     limit: int = 1_000
     collections: Sequence[str] | None = None
     use_index: bool = True
     ef_search: int | None = None  # None: PROBE_EF_SEARCH
     across_access: bool = False  # pair documents whose access lists differ
+
+    @property
+    def strategy(self) -> MergeStrategy:
+        return self.merge_strategy or MergeStrategy.KEEP_NEWEST
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,6 +90,7 @@ class DedupeOutcome:
     examined: int
     dry_run: bool
     removed: list[uuid.UUID] = field(default_factory=list)
+    merge_strategy: MergeStrategy = MergeStrategy.KEEP_NEWEST  # the strategy of the primaries
 
     @property
     def total_duplicates(self) -> int:
@@ -106,12 +120,36 @@ async def dedupe(
     found = await find_duplicates(sessions, tenant_id=tenant_id, model_id=model_id, request=request)
     if request.dry_run:
         return found
+    if request.merge_strategy is None and (refusal := unchosen_refusal(found.groups)):
+        raise Unprocessable(
+            f"merge_strategy: {refusal}",
+            extra={"errors": [{"field": "merge_strategy", "message": refusal}]},
+        )
     return await merge_duplicates(
         sessions,
         tenant_id=tenant_id,
         groups=found.groups,
         request=request,
         examined=found.examined,
+    )
+
+
+def unchosen_refusal(groups: Sequence[DuplicateGroup]) -> str | None:
+    """Why a merge that names no strategy may not go ahead: some copy differs from the one
+    the default would keep (or was not compared). None when every copy is identical."""
+    differing = [
+        g
+        for g in groups
+        if len(g.differences) < len(g.duplicates) or any(not d.identical for d in g.differences)
+    ]
+    if not differing:
+        return None
+    first = differing[0]
+    return (
+        f"the copies differ in {len(differing)} of {len(groups)} groups (the first: "
+        f"{first.primary.collection}/{first.primary.external_id}); read the preview's "
+        "differences, then name the copy to keep: keep_latest_version, keep_newest (last "
+        "ingested), keep_oldest (first ingested) or keep_most_accessed (most returned)"
     )
 
 
@@ -132,13 +170,46 @@ async def find_duplicates(
             pairs = await _index_pairs(session, tenant_id, model_id, ids, request)
         else:
             pairs = await _exact_pairs(session, ids, request.similarity_threshold)
-    pairs = _same_access(pairs, docs, request)
-    groups = [
-        group_of([docs[i] for i in members], edges, request.merge_strategy)
-        for members, edges in components(pairs)
-    ]
-    groups.sort(key=lambda g: (-len(g.duplicates), -g.avg_similarity, str(g.primary.id)))
-    return DedupeOutcome(groups=groups, examined=len(docs), dry_run=True)
+        pairs = _same_access(pairs, docs, request)
+        groups = [
+            group_of([docs[i] for i in members], edges, request.strategy)
+            for members, edges in components(pairs)
+        ]
+        groups.sort(key=lambda g: (-len(g.duplicates), -g.avg_similarity, str(g.primary.id)))
+        groups = await _with_differences(session, tenant_id, groups)
+    return DedupeOutcome(
+        groups=groups, examined=len(docs), dry_run=True, merge_strategy=request.strategy
+    )
+
+
+async def _with_differences(
+    session: AsyncSession, tenant_id: str, groups: list[DuplicateGroup]
+) -> list[DuplicateGroup]:
+    """The groups, the first `COMPARED_GROUPS` with what differs between their copies: each
+    of the first `COMPARED_COPIES` duplicates against the primary (app/retrieval/differences.py)."""
+    compared = groups[:COMPARED_GROUPS]
+    wanted = [d.id for g in compared for d in (g.primary, *g.duplicates[:COMPARED_COPIES])]
+    if not wanted:
+        return groups
+    rows = await session.execute(
+        select(Chunk.document_id, Chunk.content)
+        .where(Chunk.tenant_id == tenant_id, Chunk.document_id.in_(wanted))
+        .order_by(Chunk.document_id, Chunk.chunk_index)
+    )
+    chunks: dict[uuid.UUID, list[str]] = {}
+    for document_id, content in rows:
+        chunks.setdefault(document_id, []).append(content)
+    texts = {i: joined(parts) for i, parts in chunks.items()}
+    return [
+        replace(
+            g,
+            differences=tuple(
+                compare(g.primary.id, texts.get(g.primary.id, ""), d.id, texts.get(d.id, ""))
+                for d in g.duplicates[:COMPARED_COPIES]
+            ),
+        )
+        for g in compared
+    ] + groups[COMPARED_GROUPS:]
 
 
 async def _examined(
@@ -154,6 +225,7 @@ async def _examined(
             Document.updated_at,
             Document.returned_count,
             Document.access,
+            Document.version,
         )
         .join(
             Collection,
@@ -171,7 +243,8 @@ async def _examined(
     if request.collections is not None:
         stmt = stmt.where(Collection.name.in_(list(request.collections)))
     return {
-        row[0]: Examined(*row[:-1], access=tuple(row[-1])) for row in await session.execute(stmt)
+        row[0]: Examined(*row[:7], access=tuple(row[7]), version=row[8])
+        for row in await session.execute(stmt)
     }
 
 
@@ -259,7 +332,13 @@ async def merge_duplicates(
             removed.extend(ids)
             kept.append(merged)
     DEDUPE_REMOVED.inc(len(removed))
-    return DedupeOutcome(groups=kept, examined=examined, dry_run=False, removed=removed)
+    return DedupeOutcome(
+        groups=kept,
+        examined=examined,
+        dry_run=False,
+        removed=removed,
+        merge_strategy=request.strategy,
+    )
 
 
 async def _recheck(
@@ -290,5 +369,6 @@ async def _recheck(
                 primary=group.primary,
                 duplicates=sorted(duplicates, key=lambda d: str(d.id)),
                 avg_similarity=round(sum(edges) / len(edges), 6),
+                differences=tuple(d for d in group.differences if d.document_id in members),
             )
     return None

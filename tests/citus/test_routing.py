@@ -107,7 +107,11 @@ async def test_every_door_of_a_tenant_is_served_by_its_shard(tenant: TenantClien
     await ok("PATCH", f"/api/rag/documents/{ids['copper']}", json={"metadata": {"k": "wire"}})
     await ok("PATCH", f"/api/rag/documents/{ids['copper']}", json={"access": ["group:grid"]})
     await ok("POST", "/api/rag/dedupe", json={"similarity_threshold": 0.5, "dry_run": True})
-    await ok("POST", "/api/rag/dedupe", json={"similarity_threshold": 0.99, "dry_run": False})
+    await ok(
+        "POST",
+        "/api/rag/dedupe",
+        json={"similarity_threshold": 0.99, "dry_run": False, "merge_strategy": "keep_newest"},
+    )
     await ok("DELETE", f"/api/rag/documents/{ids['nickel']}")
     sync = "/api/rag/collections/metals/sync"
     entries = [

@@ -222,7 +222,7 @@ def test_ingest_and_search_a_folder(env: dict[str, str], tmp_path: Path) -> None
     assert "1 found" in like.stdout
     preview = rag("dedupe", "--tenant", "docs-co", "--threshold", "0.9", env=wide)
     assert preview.returncode == 0, preview.stderr
-    assert "1 duplicates (would merge)" in preview.stdout
+    assert "1 group: would delete 1 duplicate" in preview.stdout
     merged = rag(
         "dedupe",
         "--tenant",
@@ -234,9 +234,9 @@ def test_ingest_and_search_a_folder(env: dict[str, str], tmp_path: Path) -> None
         "keep_oldest",
         env=wide,
     )
-    assert "1 duplicates (merged)" in merged.stdout, merged.stdout + merged.stderr
+    assert "1 group: deleted 1 duplicate" in merged.stdout, merged.stdout + merged.stderr
     again = rag("dedupe", "--tenant", "docs-co", "--threshold", "0.9", env=wide)
-    assert "0 duplicates" in again.stdout
+    assert "0 groups: would delete 0 duplicates" in again.stdout
     wrong = rag("dedupe", "--tenant", "docs-co", "--merge-strategy", "coin", env=env)
     assert wrong.returncode == 2
     assert "keep_newest" in wrong.stderr

@@ -263,7 +263,7 @@ def test_ingest_in_the_background_shows_the_jobs_results(
 
     first = _light(run_rag("ingest", str(folder), *remote, env=env))
     assert first.returncode == 1, first.stderr  # the PNG failed in the job, the others went
-    assert "submitted 3 files as 1 job(s)" in first.stderr
+    assert "submitted 3 files as 1 job:" in first.stderr
     assert "failed: picture.txt: " in first.stdout
     with RagClient(live.url, token) as rag:
         documents = {d.external_id for d in rag.iter_documents()}
@@ -292,7 +292,7 @@ def test_ingest_in_the_background_can_call_back(
         )
         assert run.returncode == 0, run.stderr
         assert f"each job calls back {receiver.url}" in run.stderr
-        job_id = run.stderr.split("job(s): ")[1].split()[0]
+        job_id = run.stderr.split(" job: ")[1].split()[0]
         with RagClient(live.url, token) as rag:
             deadline = time.monotonic() + 60
             while (callback := rag.job(job_id).callback) and callback.status != "delivered":

@@ -71,6 +71,10 @@ def test_dedupe_previews_then_merges(rag: RagClient) -> None:
     assert preview.total_duplicates == 1
     [group] = preview.duplicate_groups
     assert {group.primary_id, *group.duplicate_ids} == {first.document_id, twin.document_id}
+    [difference] = group.differences  # what differs between the copies, typed
+    [passage] = difference.passages
+    assert {passage.primary_changed, passage.duplicate_changed} == {"", "Really."}
+    assert preview.strategies["keep_oldest"].startswith("first ingested")
     assert rag.list_documents().total == 2  # a preview changes nothing
     merged = rag.dedupe(similarity_threshold=0.9, dry_run=False, merge_strategy="keep_oldest")
     assert merged.dry_run is False
@@ -92,8 +96,14 @@ def test_cli_similar_and_dedupe_over_http(live: LiveService, tmp_path: Path) -> 
     assert alike.heavy() == []
     preview = run_rag("dedupe", "--threshold", "0.9", env=env)
     assert preview.returncode == 0, preview.stderr
-    assert "1 duplicates (would merge)" in preview.stdout
-    merged = run_rag("dedupe", "--threshold", "0.9", "--apply", env=env)
-    assert "1 duplicates (merged)" in merged.stdout
+    assert "1 group: would delete 1 duplicate" in preview.stdout
+    assert "Really." in preview.stdout  # what differs between the copies
+    refused = run_rag("dedupe", "--threshold", "0.9", "--apply", env=env)
+    assert refused.returncode == 2, refused.stdout
+    assert "the copies differ" in refused.stderr
+    merged = run_rag(
+        "dedupe", "--threshold", "0.9", "--apply", "--merge-strategy", "keep_oldest", env=env
+    )
+    assert "1 group: deleted 1 duplicate, keeping the first ingested copy" in merged.stdout
     with RagClient(live.url, token) as rag:
         assert rag.list_documents().total == 1

@@ -87,7 +87,12 @@ def test_an_upload_is_followed_through_its_job_to_its_documents(
         expect(page.get_by_text("No document matches these filters")).to_be_visible()
 
         page.get_by_role("link", name="Jobs").click()
-        expect(page.get_by_role("table", name="Jobs").get_by_role("row")).to_have_count(3)
+        jobs = page.get_by_role("table", name="Jobs")
+        expect(jobs.get_by_role("row")).to_have_count(3)
+        # each job named by its files and collection, not only by when it was submitted
+        first_job = jobs.get_by_role("row").filter(has_text="notes.md")
+        expect(first_job).to_contain_text("notes.md, broken.pdf")
+        expect(first_job.get_by_role("cell").nth(2)).to_have_text("releases")
         checked(page, "jobs")
 
 

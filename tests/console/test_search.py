@@ -35,7 +35,9 @@ def test_sign_in_search_with_citations_and_sign_out(browser: Browser, console: C
         checked(page, "sign-in")
         sign_in(page, token)
         nav = page.get_by_role("navigation", name="Sections")
-        expect(nav.get_by_role("link")).to_have_text(["Search", "Documents", "Jobs", "Duplicates"])
+        expect(nav.get_by_role("link")).to_have_text(
+            ["Overview", "Search", "Documents", "Jobs", "Duplicates"]
+        )
 
         page.get_by_label("Query").fill("how long are backups kept?")
         page.get_by_role("button", name="Search", exact=True).click()

@@ -175,7 +175,7 @@ async def test_duplicates_are_the_same_through_every_door(
             await local.dedupe_on(operator, tenant.tenant_id, DedupeInput.model_validate(asked))
         )
         assert cli == api
-        keys = ("primary_id", "duplicate_ids", "avg_similarity")
+        keys = ("primary_id", "duplicate_ids", "avg_similarity", "differences")
         assert [{k: g[k] for k in keys} for g in tool["duplicate_groups"]] == [
             {k: g[k] for k in keys} for g in api["duplicate_groups"]
         ]
@@ -237,6 +237,11 @@ async def test_every_door_counts_its_searches_and_the_documents_returned(
     stats = await http.get(f"/api/admin/tenants/{tenant.tenant_id}/stats", headers=admin)
     assert stats.status_code == 200, stats.text
     assert stats.json()["traffic"]["last_hour"]["searches"] == 6
+    # the tenant's own view of its traffic (the console's overview) says the same
+    own = await get(tenant, "usage")
+    assert own["last_hour"] == stats.json()["traffic"]["last_hour"]
+    assert len(own["hourly"]) == 24
+    assert sum(hour["searches"] for hour in own["hourly"]) == 6
 
 
 # A refused question: (the HTTP parameters or body, the MCP tool's arguments, the command's

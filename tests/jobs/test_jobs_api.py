@@ -43,10 +43,18 @@ async def test_a_job_completes_and_its_documents_are_searchable(
     owner_a: TenantClient, settings: Settings, committed: SessionMaker, embedder: WordHashEmbedder
 ) -> None:
     job_id = await submit(owner_a, files=files(3), data={"collection": "manuals"})
-    assert (await job_state(owner_a, job_id))["status"] == "queued"
+    queued = await job_state(owner_a, job_id)
+    assert queued["status"] == "queued"
+    names = ["lighthouse0.md", "lighthouse1.md", "lighthouse2.md"]
+    # what the job is about, while it waits and once done: its files and collection
+    assert (queued["files"], queued["collections"]) == (names, ["manuals"])
     async with workers(settings, committed, embedder):
         state = await finished(owner_a, job_id)
     assert state["status"] == "succeeded"
+    assert (state["files"], state["collections"]) == (names, ["manuals"])
+    listed = (await owner_a.http.get("/api/rag/jobs", headers=owner_a.headers)).json()
+    [item] = [j for j in listed["items"] if j["job_id"] == job_id]
+    assert (item["files"], item["collections"]) == (names, ["manuals"])
     progress = state["progress"]
     assert progress["documents_done"] == progress["documents_total"] == 3
     assert progress["chunks_done"] == sum(r["chunks"] for r in state["results"]) > 0

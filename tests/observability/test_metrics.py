@@ -56,7 +56,7 @@ async def test_metrics_move_with_traffic(
         assert read.status_code == 200
     preview = {"similarity_threshold": 0.95, "dry_run": True}
     assert (await http.post("/api/rag/dedupe", json=preview, headers=tenant.headers)).is_success
-    merge = {"similarity_threshold": 0.95, "dry_run": False}
+    merge = {"similarity_threshold": 0.95, "dry_run": False, "merge_strategy": "keep_newest"}
     merged = await http.post("/api/rag/dedupe", json=merge, headers=tenant.headers)
     assert merged.json()["total_duplicates"] == 1
     assert (await http.get("/api/rag/documents", headers={})).status_code == 401

@@ -206,6 +206,7 @@ ATTACKS: list[Attack] = [
             collections=[h.collection],
             similarity_threshold=0.0,
             dry_run=False,
+            merge_strategy="keep_newest",
             across_access=True,
         ),
     ),

@@ -63,7 +63,7 @@ async def test_reads_are_served_by_the_replica_and_writes_by_the_primary(
 
         merged = await app.http.post(
             "/api/rag/dedupe",
-            json={"similarity_threshold": 0.5, "dry_run": False},
+            json={"similarity_threshold": 0.5, "dry_run": False, "merge_strategy": "keep_newest"},
             headers=app.headers,
         )
         assert merged.status_code == 200, merged.text

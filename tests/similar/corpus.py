@@ -2,8 +2,14 @@
 
 from __future__ import annotations
 
+import uuid
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from sqlalchemy import update
+
+from app.db.models import Document
+from app.db.tenancy import SessionMaker, tenant_transaction
 from tests.conftest import TenantClient
 
 Json = dict[str, Any]
@@ -108,3 +114,18 @@ async def chunk_ids(tenant: TenantClient, document_id: str) -> list[str]:
     )
     assert found.status_code == 200, found.text
     return [c["chunk_id"] for c in sorted(found.json()["chunks"], key=lambda c: c["chunk_index"])]
+
+
+async def set_times(
+    sessions: SessionMaker, tenant_id: str, ids: dict[str, str], order: list[str]
+) -> None:
+    """Created (and updated) a day apart, in `order`: the oldest first."""
+    start = datetime(2026, 1, 1, tzinfo=UTC)
+    async with tenant_transaction(sessions, tenant_id) as session:
+        for day, key in enumerate(order):
+            when = start + timedelta(days=day)
+            await session.execute(
+                update(Document)
+                .where(Document.id == uuid.UUID(ids[key]))
+                .values(created_at=when, updated_at=when)
+            )

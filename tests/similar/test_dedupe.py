@@ -4,13 +4,10 @@ from __future__ import annotations
 
 import math
 import uuid
-from datetime import UTC, datetime, timedelta
 
 import pytest
-from sqlalchemy import update
 
-from app.db.models import Document
-from app.db.tenancy import SessionMaker, tenant_transaction
+from app.db.tenancy import SessionMaker
 from app.resources import Resources
 from app.retrieval.dedupe import DedupeRequest, find_duplicates, merge_duplicates
 from app.settings import Settings
@@ -22,6 +19,7 @@ from tests.similar.corpus import (
     dedupe,
     document_ids,
     ingest_all,
+    set_times,
 )
 
 pytestmark = pytest.mark.on_citus
@@ -33,21 +31,6 @@ def groups_of(reply: dict[str, object], names: dict[str, str]) -> list[set[str]]
     groups = reply["duplicate_groups"]
     assert isinstance(groups, list)
     return [{names[g["primary_id"]], *(names[i] for i in g["duplicate_ids"])} for g in groups]
-
-
-async def set_times(
-    sessions: SessionMaker, tenant_id: str, ids: dict[str, str], order: list[str]
-) -> None:
-    """Created (and updated) a day apart, in `order`: the oldest first."""
-    start = datetime(2026, 1, 1, tzinfo=UTC)
-    async with tenant_transaction(sessions, tenant_id) as session:
-        for day, key in enumerate(order):
-            when = start + timedelta(days=day)
-            await session.execute(
-                update(Document)
-                .where(Document.id == uuid.UUID(ids[key]))
-                .values(created_at=when, updated_at=when)
-            )
 
 
 async def test_planted_duplicates_form_one_group_and_nothing_else(tenant: TenantClient) -> None:

@@ -85,6 +85,7 @@ from rag_client.models import (
 from rag_client.retry import Retry
 from rag_client.similar_models import (
     DedupeResult,
+    Difference,
     DocumentRef,
     DuplicateGroup,
     MergeStrategy,
@@ -110,6 +111,7 @@ __all__ = [
     "ContextMetrics",
     "ContextResult",
     "DedupeResult",
+    "Difference",
     "Document",
     "DocumentChunks",
     "DocumentPage",

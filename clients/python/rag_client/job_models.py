@@ -6,7 +6,7 @@ import uuid
 from datetime import datetime
 from enum import StrEnum
 
-from pydantic import JsonValue
+from pydantic import Field, JsonValue
 
 from rag_client.models import Reply
 
@@ -99,6 +99,8 @@ class Job(Reply):
     timings: JobTimings
     callback: JobCallback | None = None
     sync: JobSync | None = None
+    files: list[str] = Field(default_factory=list)  # its documents' names, the first 20
+    collections: list[str] = Field(default_factory=list)  # the collections it writes to
 
 
 class JobPage(Reply):

@@ -18,9 +18,10 @@ class SearchScope(StrEnum):
 
 
 class MergeStrategy(StrEnum):
-    KEEP_NEWEST = "keep_newest"
-    KEEP_OLDEST = "keep_oldest"
-    KEEP_MOST_ACCESSED = "keep_most_accessed"
+    KEEP_NEWEST = "keep_newest"  # the last ingested
+    KEEP_OLDEST = "keep_oldest"  # the first ingested
+    KEEP_MOST_ACCESSED = "keep_most_accessed"  # the most often returned by searches
+    KEEP_LATEST_VERSION = "keep_latest_version"  # the latest source version, if comparable
 
 
 class SimilarResult(Reply):
@@ -57,6 +58,27 @@ class DocumentRef(Reply):
     updated_at: datetime
     access_count: int
     access: list[str] = Field(default_factory=list)  # who may see it; empty: the whole tenant
+    version: str | None = None  # the source's own revision, as given at ingestion
+
+
+class Passage(Reply):
+    """Where two copies differ: each side's text there (with context) and its changed words."""
+
+    primary: str
+    duplicate: str
+    primary_changed: str
+    duplicate_changed: str
+
+
+class Difference(Reply):
+    """A duplicate (`document_id`) compared with its group's primary (`compared_with`)."""
+
+    document_id: uuid.UUID
+    compared_with: uuid.UUID
+    identical: bool
+    passages: list[Passage] = Field(default_factory=list)
+    passages_omitted: int = 0
+    truncated: bool = False
 
 
 class DuplicateGroup(Reply):
@@ -66,12 +88,17 @@ class DuplicateGroup(Reply):
     duplicate_titles: list[str]
     avg_similarity: float
     documents: list[DocumentRef]
-    # the document each merge strategy would keep
-    kept_by_strategy: dict[MergeStrategy, uuid.UUID] = Field(default_factory=dict)
+    # the document each merge strategy would keep (a strategy this client does not know: str)
+    kept_by_strategy: dict[MergeStrategy | str, uuid.UUID] = Field(default_factory=dict)
+    differences: list[Difference] = Field(default_factory=list)  # each duplicate vs the primary
+    versions_compared: str | None = None  # number, iso_time, or None: versions do not compare
+    notes: list[str] = Field(default_factory=list)
 
 
 class DedupeResult(Reply):
     duplicate_groups: list[DuplicateGroup]
+    merge_strategy: MergeStrategy | str | None = None  # the strategy of the primaries
+    strategies: dict[MergeStrategy | str, str] = Field(default_factory=dict)  # what each compares
     total_duplicates: int
     dry_run: bool
     action: str

@@ -10,10 +10,12 @@ import * as audit from './pages/audit.js';
 import * as documents from './pages/documents.js';
 import * as duplicates from './pages/duplicates.js';
 import * as jobs from './pages/jobs.js';
+import * as overview from './pages/overview.js';
 import * as search from './pages/search.js';
 import * as tenant from './pages/tenant.js';
 
 const SECTIONS = [
+  { path: 'overview', label: 'Overview', scope: 'rag:search', page: overview },
   { path: 'search', label: 'Search', scope: 'rag:search', page: search },
   { path: 'documents', label: 'Documents', scope: 'rag:search', page: documents },
   { path: 'jobs', label: 'Jobs', scope: 'rag:search', page: jobs },
@@ -52,9 +54,15 @@ function renderNav(current) {
     h('a', { href: `#/${section.path}`, 'aria-current': section === current ? 'page' : null },
       section.label)))));
   nav.hidden = false;
+  // the tenant, then what the token is (a token's `sub` names its holder, often a program such
+  // as "cli", not necessarily a person) and what it may do
+  const may = identity.scopes.filter((s) => s.startsWith('rag:')).map((s) => s.slice(4));
   fill(document.getElementById('who-text'),
-    'Tenant ', userText(identity.tenant_id, 'strong'), ' · ', userText(identity.subject),
-    identity.scopes.includes('rag:admin') ? ' · admin' : '');
+    'Tenant ', userText(identity.tenant_id, 'strong'), ` (${identity.tenant_tier}) · `,
+    'token for ', userText(identity.subject, 'code', { title: 'the token’s subject (sub claim)' }),
+    may.length ? `: ${may.join(', ')}` : '',
+    identity.expires_at ? `, until ${new Date(identity.expires_at).toLocaleTimeString('en-GB',
+      { hour: '2-digit', minute: '2-digit' })}` : '');
   document.getElementById('who').hidden = false;
 }
 
@@ -64,7 +72,8 @@ async function render({ focus = true } = {}) {
   const controller = new AbortController();
   running = controller;
   const { section: name, id, query } = where();
-  const fallback = SECTIONS.find(allowed) ?? SECTIONS[0];
+  // where a sign-in lands: Search, else the first section the token may use
+  const fallback = SECTIONS.find((s) => s.path === 'search' && allowed(s)) ?? SECTIONS.find(allowed) ?? SECTIONS[0];
   const section = SECTIONS.find((s) => s.path === name) ?? fallback;
   renderNav(section);
   pageChanged();

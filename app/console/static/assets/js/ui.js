@@ -59,9 +59,10 @@ export async function busy(button, box, work) {
 
 /**
  * Ask before something that cannot be undone. `typed`: the text the person must type to
- * confirm (an id), passed on as it was typed. Resolves to false, true, or the typed text.
+ * confirm (an id), passed on as it was typed; `details`: nodes shown under the text (what will
+ * be deleted). Resolves to false, true, or the typed text.
  */
-export function confirmAction({ title, text, action, typed = null }) {
+export function confirmAction({ title, text, action, typed = null, details = null }) {
   const dialog = document.getElementById('confirm');
   const ok = document.getElementById('confirm-ok');
   const cancel = document.getElementById('confirm-cancel');
@@ -73,7 +74,7 @@ export function confirmAction({ title, text, action, typed = null }) {
     input = h('input', { id: 'confirm-input', type: 'text', autocomplete: 'off', spellcheck: 'false' });
     fill(extra, h('div', { class: 'field' },
       add(h('label', { for: 'confirm-input' }), ['Type ', h('code', {}, typed), ' to confirm']), input));
-  } else fill(extra);
+  } else fill(extra, details);
   ok.textContent = action;
   return new Promise((resolve) => {
     const finish = (answer) => {

@@ -20,6 +20,15 @@ function emptyList(status) {
     h('a', { href: '#/documents' }, 'Documents'), ' to start one.');
 }
 
+/** A job's first file names, and how many more it holds. */
+function filesOf(job) {
+  const shown = job.files.slice(0, 3);
+  const more = job.progress.documents_total - shown.length;
+  if (shown.length === 0) return plural(job.progress.documents_total, 'document');
+  return [shown.map((name, i) => [i ? ', ' : '', userText(name, 'code')]),
+    more > 0 ? ` and ${number(more)} more` : ''];
+}
+
 /** Said once a followed job has ended: the upload's message no longer holds. */
 function ended(job) {
   const p = job.progress;
@@ -41,6 +50,8 @@ export async function render({ id, query, navigate, signal }) {
   });
   const rows = page.items.map((job) => [
     h('a', { href: `#/jobs/${job.job_id}` }, when(job.timings.created_at)),
+    filesOf(job),
+    job.collections.length ? job.collections.map((c, i) => [i ? ', ' : '', userText(c)]) : '—',
     badge(job.status),
     `${number(job.progress.documents_done)} of ${number(job.progress.documents_total)}`,
     number(job.progress.documents_failed),
@@ -52,7 +63,7 @@ export async function render({ id, query, navigate, signal }) {
       '; each upload is a job you can follow here.'),
     filter,
     page.items.length === 0 ? emptyList(status) : h('div', {},
-      table('Jobs', ['Submitted', 'Status', 'Documents done', 'Failed', 'Chunks'], rows),
+      table('Jobs', ['Submitted', 'Files', 'Collection', 'Status', 'Documents done', 'Failed', 'Chunks'], rows),
       pager({ offset, limit: PAGE, total: page.total, shown: page.items.length, noun: 'Jobs',
         go: (next) => navigate('jobs', { status, offset: next }) })),
   ]);
