@@ -68,7 +68,8 @@ async def record(
     registry transaction scoped to it) `tenant_id`'s."""
     assert kind in KINDS
     receipt_id = uuid.uuid4()
-    now = datetime.now(UTC).replace(microsecond=0)
+    written = datetime.now(UTC)  # kept whole: the order of receipts within one second
+    now = written.replace(microsecond=0)  # signed: Standard Webhooks timestamps are seconds
     body = {
         "receipt_id": str(receipt_id),
         "tenant_id": tenant_id or tenant_of(session),
@@ -84,7 +85,7 @@ async def record(
             id=receipt_id,
             kind=kind,
             collection=collection,
-            created_at=now,
+            created_at=written,
             body=body,
             signature=signed.signature,
         )
@@ -103,11 +104,7 @@ async def read(
     if of_any_owner is not None:
         stmt = stmt.where(Receipt.tenant_id == of_any_owner)  # a registry transaction: routed
     else:
-        # receipts are stamped to the second (the signature's timestamp)
-        since = select(func.date_trunc("second", Tenant.created_at)).where(
-            Tenant.id == Receipt.tenant_id
-        )
-        stmt = stmt.where(Receipt.created_at >= since.scalar_subquery())
+        stmt = _since_created(stmt)
     receipt = await session.scalar(stmt)
     if receipt is None:
         raise NotFound(f"receipt {receipt_id} does not exist")
@@ -117,6 +114,63 @@ async def read(
         int(receipt.created_at.timestamp()),
         receipt.signature,
     )
+
+
+@dataclass(frozen=True, slots=True)
+class ReceiptSummary:
+    id: uuid.UUID
+    kind: str
+    collection: str | None
+    created_at: datetime
+    added: int
+    updated: int
+    deleted: int
+    signed: bool
+
+
+def _since_created(stmt: Any) -> Any:
+    """Only the receipts written since the tenant (of that id) was created."""
+    # receipts are stamped to the second (the signature's timestamp)
+    since = select(func.date_trunc("second", Tenant.created_at)).where(
+        Tenant.id == Receipt.tenant_id
+    )
+    return stmt.where(Receipt.created_at >= since.scalar_subquery())
+
+
+async def list_receipts(
+    session: AsyncSession, *, collection: str | None, kind: str | None, limit: int, offset: int
+) -> tuple[list[ReceiptSummary], int]:
+    """A page of the session tenant's receipts, newest first, with what each counted, and how
+    many there are."""
+    tenant_id = tenant_of(session)
+    where = [Receipt.tenant_id == tenant_id]
+    if collection is not None:
+        where.append(Receipt.collection == collection)
+    if kind is not None:
+        where.append(Receipt.kind == kind)
+
+    def count(key: str) -> Any:
+        return func.coalesce(func.jsonb_array_length(Receipt.body[key]), 0)
+
+    stmt = _since_created(
+        select(
+            Receipt.id,
+            Receipt.kind,
+            Receipt.collection,
+            Receipt.created_at,
+            count("added"),
+            count("updated"),
+            count("deleted"),
+            Receipt.signature.is_not(None),
+        ).where(*where)
+    )
+    rows = await session.execute(
+        stmt.order_by(Receipt.created_at.desc(), Receipt.id).limit(limit).offset(offset)
+    )
+    total = await session.scalar(
+        _since_created(select(func.count()).select_from(Receipt).where(*where))
+    )
+    return [ReceiptSummary(*row) for row in rows], int(total or 0)
 
 
 def _sign(

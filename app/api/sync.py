@@ -4,9 +4,10 @@ GET /api/rag/receipts/{receipt_id} (docs/SYNC.md)."""
 from __future__ import annotations
 
 import uuid
-from typing import Annotated, Any
+from datetime import datetime
+from typing import Annotated, Any, Literal
 
-from fastapi import APIRouter, Body, Path, Response
+from fastapi import APIRouter, Body, Path, Query, Response
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, Discriminator, Field, Tag
 
@@ -27,6 +28,7 @@ from app.inputs.sync import MAX_ENTRIES, SyncInput
 from app.jobs.callbacks import CallbackPolicy, check_callback_url
 from app.operations import sync as operations
 from app.permissions import USER_PREFIX
+from app.storable import MAX_OFFSET
 
 router = APIRouter(tags=["documents"], responses=GATED)
 
@@ -244,6 +246,61 @@ RECEIPT_SCHEMA: dict[str, Any] = {
     "tenant_delete), collection, created_at, added, updated, deleted (with content hashes), "
     "erased (chunks, vectors and keyword postings removed; `gone`: none is left).",
 }
+
+
+class ReceiptItem(BaseModel):
+    receipt_id: uuid.UUID
+    kind: Literal["sync", "delete", "tenant_delete"]
+    collection: str | None
+    created_at: datetime
+    added: int
+    updated: int
+    deleted: int
+    signed: bool = Field(description="Signed with the webhook secret (verify the receipt's GET).")
+    url: str
+
+
+class ReceiptList(BaseModel):
+    items: list[ReceiptItem]
+    total: int
+    limit: int
+    offset: int
+
+
+@router.get("/api/rag/receipts", summary="List the tenant's receipts, newest first")
+async def receipts(
+    caller: IngestCaller,
+    resources: ResourcesDep,
+    collection: Annotated[DocumentCollection | None, Query()] = None,
+    kind: Annotated[Literal["sync", "delete"] | None, Query()] = None,
+    limit: Annotated[int, Query(ge=1, le=200)] = 50,
+    offset: Annotated[int, Query(ge=0, le=MAX_OFFSET)] = 0,
+) -> ReceiptList:
+    """What each sync and document deletion changed, as counts; read one whole (and its
+    signature) at its `url`."""
+    found, total = await operations.receipts(
+        caller.sessions(resources),
+        caller.tenant_id,
+        collection=collection,
+        kind=kind,
+        limit=limit,
+        offset=offset,
+    )
+    items = [
+        ReceiptItem(
+            receipt_id=r.id,
+            kind=r.kind,
+            collection=r.collection,
+            created_at=r.created_at,
+            added=r.added,
+            updated=r.updated,
+            deleted=r.deleted,
+            signed=r.signed,
+            url=receipt_url(r.id),
+        )
+        for r in found
+    ]
+    return ReceiptList(items=items, total=total, limit=limit, offset=offset)
 
 
 @router.get(

@@ -34,7 +34,7 @@ from app.jobs.store import input_of
 from app.jobs.syncing import request_of
 from app.operations.ingest import waited_for
 from app.operations.jobs import limits_of
-from app.receipts import SignedReceipt, read, record
+from app.receipts import ReceiptSummary, SignedReceipt, list_receipts, read, record
 from app.resources import Resources
 from app.settings import Settings
 
@@ -168,6 +168,22 @@ async def delete_document(
             kind="delete",
             collection=found.collection,
             changes={"deleted": [deleted_entry(gone)], "erased": erased_entry(erased)},
+        )
+
+
+async def receipts(
+    sessions: SessionMaker,
+    tenant_id: str,
+    *,
+    collection: str | None,
+    kind: str | None,
+    limit: int,
+    offset: int,
+) -> tuple[list[ReceiptSummary], int]:
+    """A page of the tenant's receipts, newest first, and how many there are."""
+    async with tenant_transaction(sessions, tenant_id) as session:
+        return await list_receipts(
+            session, collection=collection, kind=kind, limit=limit, offset=offset
         )
 
 

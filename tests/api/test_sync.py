@@ -405,3 +405,33 @@ async def test_two_syncs_of_one_collection_at_once_run_one_after_the_other(
             assert set(other["added"]) | set(other["updated"]) | set(other["unchanged"]) <= set(
                 last["deleted"]
             ) | set(last["unchanged"]), (last, other)
+
+
+async def test_receipts_are_listed_newest_first_with_their_counts(tenant: TenantClient) -> None:
+    first = await synced(tenant, HELP)
+    second = await synced(tenant, HELP[:2])
+    document_id = (await external_ids(tenant))["login.md"]["document_id"]
+    deleted = await tenant.http.delete(f"{DOCUMENTS}/{document_id}", headers=tenant.headers)
+    assert deleted.status_code == 204, deleted.text
+    listed = await tenant.http.get("/api/rag/receipts", headers=tenant.headers)
+    assert listed.status_code == 200, listed.text
+    page = listed.json()
+    assert page["total"] == 3
+    shown = [
+        (r["receipt_id"], r["kind"], r["added"], r["updated"], r["deleted"], r["signed"])
+        for r in page["items"]
+    ]
+    assert shown == [
+        (deleted.headers["Receipt-Id"], "delete", 0, 0, 1, True),
+        (second["receipt"]["receipt_id"], "sync", 0, 0, 1, True),
+        (first["receipt"]["receipt_id"], "sync", 3, 0, 0, True),
+    ]
+    syncs = await tenant.http.get(
+        "/api/rag/receipts", params={"kind": "sync", "limit": 1}, headers=tenant.headers
+    )
+    assert [r["receipt_id"] for r in syncs.json()["items"]] == [second["receipt"]["receipt_id"]]
+    assert syncs.json()["total"] == 2
+    assert_problem(
+        await tenant.http.get("/api/rag/receipts", params={"kind": "x"}, headers=tenant.headers),
+        422,
+    )

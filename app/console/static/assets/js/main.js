@@ -11,6 +11,7 @@ import * as documents from './pages/documents.js';
 import * as duplicates from './pages/duplicates.js';
 import * as jobs from './pages/jobs.js';
 import * as overview from './pages/overview.js';
+import * as receipts from './pages/receipts.js';
 import * as search from './pages/search.js';
 import * as tenant from './pages/tenant.js';
 
@@ -20,6 +21,7 @@ const SECTIONS = [
   { path: 'documents', label: 'Documents', scope: 'rag:search', page: documents },
   { path: 'jobs', label: 'Jobs', scope: 'rag:search', page: jobs },
   { path: 'duplicates', label: 'Duplicates', scope: 'rag:search', page: duplicates },
+  { path: 'receipts', label: 'Receipts', scope: 'rag:ingest', page: receipts },
   { path: 'tenants', label: 'Tenants', scope: 'rag:admin', page: admin, detail: tenant },
   { path: 'audit', label: 'Audit log', scope: 'rag:admin', page: audit },
 ];
