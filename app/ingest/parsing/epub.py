@@ -51,7 +51,7 @@ def parse_epub(data: bytes, limits: ParseLimits) -> ParsedDocument:
         chapter: str | None = None
         chars = 0
         for path in package.spine:
-            parsed = _chapter(read_member(archive, path, limits), path)
+            parsed = _chapter(read_member(archive, path, limits), path, limits)
             if parsed is None:
                 continue
             chapter = toc.get(path) or chapter or parsed.title
@@ -59,15 +59,15 @@ def parse_epub(data: bytes, limits: ParseLimits) -> ParsedDocument:
                 chars += len(section.text)
                 if chars > limits.max_chars:
                     raise too_many_chars(limits)
-                path = _path(chapter, section.section_path)
-                sections.append(dataclasses.replace(section, section_path=path))
+                where = _path(chapter, section.section_path)
+                sections.append(dataclasses.replace(section, section_path=where))
     return document(package.title, sections)
 
 
-def _chapter(data: bytes, path: str) -> ParsedDocument | None:
+def _chapter(data: bytes, path: str, limits: ParseLimits) -> ParsedDocument | None:
     root = parse(data, name=path, recover=True)
     try:
-        return parse_html(etree.tostring(root, method="html", encoding="unicode"))
+        return parse_html(etree.tostring(root, method="html", encoding="unicode"), limits)
     except Unprocessable:
         return None  # a cover image, a blank page: no text
 

@@ -33,7 +33,7 @@ def read_file(
     """A `FileReading` in this process: the wall-clock budget is the sandbox's to enforce."""
     kind = SourceType(source_type)
     if not kind.file_only:
-        return parse_markup(content, kind)
+        return parse_markup(content, kind, limits)
     if isinstance(content, str):
         raise UnsupportedMediaType(f"{kind.label} files are uploaded as files, never as text")
     return _READERS[kind](content, limits)

@@ -19,7 +19,7 @@ from bs4 import UnicodeDammit
 from lxml import etree
 
 from app.errors import Unprocessable
-from app.ingest.parsing.limits import DEFAULT_LIMITS
+from app.ingest.parsing.limits import DEFAULT_LIMITS, ParseLimits
 from app.ingest.parsing.model import ParsedDocument, Section, document
 from app.ingest.parsing.tables import TableRows
 from app.ingest.parsing.text import clean_text, decode_text
@@ -60,7 +60,7 @@ def decode_html(data: bytes) -> str:
         return clean_text(markup)
 
 
-def parse_html(markup: str) -> ParsedDocument:
+def parse_html(markup: str, limits: ParseLimits = DEFAULT_LIMITS) -> ParsedDocument:
     """Sections split at each heading; the title is <title>, else the first <h1>.
 
     Text inside <main> (else a lone <article>, else <body>) is kept; whitespace collapses as a
@@ -74,7 +74,7 @@ def parse_html(markup: str) -> ParsedDocument:
     title = _words(found.title) if found.title is not None else ""
     if not title and (h1 := next(_kept(content, "h1"), None)) is not None:
         title = _words(h1)
-    return document(title or None, _Sections().collect(content))
+    return document(title or None, _Sections(limits).collect(content))
 
 
 def _tree(markup: str) -> _Element | None:
@@ -165,6 +165,13 @@ def _strings(element: _Element, *, spaced: frozenset[str] = frozenset()) -> Iter
             stack.append(" ")
 
 
+def _marked_header(row: _Element, cells: list[_Element]) -> bool:
+    """A first row the page marks as the header: in <thead>, or all <th>."""
+    parent = row.getparent()
+    in_head = parent is not None and _name(parent) == "thead"
+    return in_head or all(_name(cell) == "th" for cell in cells)
+
+
 def _words(element: _Element) -> str:
     return " ".join("".join(_strings(element)).split())
 
@@ -172,12 +179,12 @@ def _words(element: _Element) -> str:
 class _Sections:
     """Walks the tree in document order, gathering paragraphs under the current heading path."""
 
-    def __init__(self) -> None:
+    def __init__(self, limits: ParseLimits) -> None:
         self._sections: list[Section] = []
         self._path: list[tuple[int, str]] = []
         self._paragraphs: list[str] = []
         self._inline: list[str] = []
-        self._tables = TableRows(DEFAULT_LIMITS)
+        self._tables = TableRows(limits)
 
     def collect(self, root: _Element) -> list[Section]:
         walker = etree.iterwalk(root, events=("start", "end"))
@@ -234,11 +241,7 @@ class _Sections:
         """The table's own rows (not those of a table nested in a cell) as row sections."""
         rows = [row for row in table.iter("tr") if next(row.iterancestors("table")) is table]
         cells = [[cell for cell in row if _name(cell) in _CELLS] for row in rows]
-        header = None
-        if rows and (
-            _name(rows[0].getparent()) == "thead" or all(_name(cell) == "th" for cell in cells[0])
-        ):
-            header = True if cells[0] else None
+        header = True if cells and cells[0] and _marked_header(rows[0], cells[0]) else None
         self._end_paragraph()
         caption = next((c for c in table if _name(c) == "caption"), None)
         intro = _words(caption) if caption is not None else "\n".join(self._paragraphs[-1:])

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from markdown_it import MarkdownIt
 from markdown_it.token import Token
 
-from app.ingest.parsing.limits import DEFAULT_LIMITS
+from app.ingest.parsing.limits import DEFAULT_LIMITS, ParseLimits
 from app.ingest.parsing.model import ParsedDocument, Section, document
 from app.ingest.parsing.tables import TableRows
 
@@ -48,7 +48,7 @@ class _Table:
     rows: list[list[str]]
 
 
-def parse_markdown(text: str) -> ParsedDocument:
+def parse_markdown(text: str, limits: ParseLimits = DEFAULT_LIMITS) -> ParsedDocument:
     """Sections between top-level headings (not those in quotes or lists, nor `#` in code).
 
     Each section's text is its source, code blocks included, without its heading line: the
@@ -59,7 +59,7 @@ def parse_markdown(text: str) -> ParsedDocument:
     tokens = _BLOCKS.parse("\n".join(lines))
     headings = list(_headings(tokens))
     tables = list(_tables(tokens, lines))
-    rows = TableRows(DEFAULT_LIMITS)
+    rows = TableRows(limits)
     sections: list[Section] = []
     path: list[tuple[int, str]] = []  # (level, text) of the enclosing headings
     start = 0
