@@ -166,7 +166,6 @@ def test_a_cell_of_half_a_megabyte_is_cut_between_words_under_the_header() -> No
     assert all(d.token_count <= 200 for d in rows)
     # cut between cells first: the vessel alone, then the cell's words
     assert rows[0].content.split("\n")[2] == "Quorvoz"
-    ]
     assert rows[1].content.split("\n")[2].startswith("word0 word1")
     assert rows[-1].content.endswith("Talmek | short")
     for draft in rows[1:-1]:  # cut between words, never inside one
