@@ -79,6 +79,13 @@ def test_a_pdf_table_going_on_to_later_pages_keeps_its_header_and_caption_there(
     assert {s.header for s in rows} == {f"{INTRO}\n{HEADER_LINE}"}
 
 
+def test_pdf_table_detection_stops_at_half_the_parse_budget() -> None:
+    rows = fleet(90)
+    parsed = _parsed(*table_file("pdf", rows), ParseLimits(seconds=0.0, seconds_per_mb=0.0))
+    assert all(s.row is None for s in parsed.sections)  # every page as pypdf reads it
+    assert f"{rows[80][0]} {rows[80][1]}" in "\n".join(s.text for s in parsed.sections)
+
+
 def test_a_pdf_without_ruled_tables_is_read_as_before() -> None:
     from fpdf import FPDF
 
