@@ -69,7 +69,7 @@ def _slide(slide: Slide, number: int, tables: TableRows) -> list[Section]:
     title_shape = slide.shapes.title
     title = ""
     if title_shape is not None:
-        title = " ".join(line for line in _shape_lines(title_shape) if isinstance(line, str))
+        title = " ".join(t for t in _shape_lines(title_shape) if isinstance(t, str)).strip()
     path = (" ".join(title.split()),) if title else ()
     lines: list[str] = []
     rows: list[Section] = []
