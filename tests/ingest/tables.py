@@ -118,14 +118,16 @@ def odt_table(rows: Rows, header: Sequence[str] = HEADER, intro: str = INTRO) ->
     )
 
 
-def pdf_table(rows: Rows, header: Sequence[str] = HEADER, intro: str = INTRO) -> bytes:
-    """A ruled table (fpdf2 repeats its header row atop each page)."""
+def pdf_table(
+    rows: Rows, header: Sequence[str] = HEADER, intro: str = INTRO, *, repeat_header: bool = True
+) -> bytes:
+    """A ruled table, its header row repeated atop each page unless `repeat_header` is False."""
     pdf = FPDF()
     pdf.set_font("Helvetica", size=10)
     pdf.add_page()
     pdf.multi_cell(0, 6, "Fleet", new_x="LMARGIN", new_y="NEXT")
     pdf.multi_cell(0, 6, intro, new_x="LMARGIN", new_y="NEXT")
-    with pdf.table() as table:
+    with pdf.table(repeat_headings=1 if repeat_header else 0) as table:
         for cells in [header, *rows]:
             line = table.row()
             for text in cells:

@@ -23,6 +23,7 @@ from tests.ingest.tables import (
     fleet,
     html_table,
     markdown_table,
+    pdf_table,
     table_file,
     vessel,
 )
@@ -77,6 +78,15 @@ def test_a_pdf_table_going_on_to_later_pages_keeps_its_header_and_caption_there(
     rows = [s for s in parsed.sections if s.row is not None]
     assert {s.page_number for s in rows} == {1, 2, 3}  # 90 rows do not fit one page
     assert {s.header for s in rows} == {f"{INTRO}\n{HEADER_LINE}"}
+
+
+def test_a_pdf_table_going_on_without_its_header_gets_the_header_of_the_page_before() -> None:
+    rows = fleet(90)
+    parsed = _parsed("fleet.pdf", pdf_table(rows, repeat_header=False))
+    table = [s for s in parsed.sections if s.row is not None]
+    assert {s.page_number for s in table} == {1, 2, 3}
+    assert {s.header for s in table} == {f"{INTRO}\n{HEADER_LINE}"}
+    assert [s.text for s in table] == [" | ".join(row) for row in rows]
 
 
 def test_pdf_table_detection_stops_at_half_the_parse_budget() -> None:

@@ -60,9 +60,8 @@ def page_tables(data: bytes, pages: Sequence[int], limits: ParseLimits) -> dict[
     """Page number (from 1) -> its text and table rows, for those of `pages` that hold a
     table, within half of the file's parse budget."""
     deadline = time.monotonic() + limits.budget(len(data)) / 2
-    tables = TableRows(limits)
+    reader = _Reader(TableRows(limits))
     found: dict[int, PageTables] = {}
-    carried: tuple[int, str, str] | None = None  # columns, header row, caption
     with pdfplumber.open(io.BytesIO(data)) as pdf:
         for number in pages:
             if time.monotonic() > deadline:
@@ -70,34 +69,50 @@ def page_tables(data: bytes, pages: Sequence[int], limits: ParseLimits) -> dict[
                 break
             page = pdf.pages[number - 1]
             try:
-                detected = page.find_tables()
-            except Exception:  # pdfminer chokes where pypdf did not: keep pypdf's text
-                logger.debug("PDF table detection failed on page %d", number, exc_info=True)
-                continue
-            if not detected:
-                carried = None
-                continue
-            outside = page
-            result = PageTables("")
-            for index, table in enumerate(detected):
-                rows = [[_clean(cell or "") for cell in row] for row in table.extract()]
-                caption = _clean(_caption(page, table.bbox))
-                header: bool | None = None
-                if index == 0 and carried and rows and row_text(rows[0]) == carried[1]:
-                    caption = caption or carried[2]  # the header repeated on this page
-                elif index == 0 and carried and rows and _goes_on(rows[0], carried):
-                    rows.insert(0, carried[1].split(CELL_SEPARATOR))
-                    caption, header = caption or carried[2], True
-                result.rows += tables.sections(
-                    rows, path=(), page=number, caption=caption, header=header
-                )
-                outside = outside.outside_bbox(table.bbox)
-                head = result.rows[0].header.split("\n")[-1] if result.rows else ""
-                columns = max((len(row) for row in rows), default=0)
-                carried = (columns, head, caption) if head else None
-            result.text = _clean(outside.extract_text() or "")
-            found[number] = result
+                if (result := reader.page(page, number)) is not None:
+                    found[number] = result
+            finally:
+                page.close()  # its parsed objects: memory stays one page's
     return found
+
+
+class _Reader:
+    """Reads pages in order, carrying the last table's width, header row and caption to the
+    next page."""
+
+    def __init__(self, tables: TableRows) -> None:
+        self._tables = tables
+        self._carried: tuple[int, str, str] | None = None  # columns, header row, caption
+
+    def page(self, page: pdfplumber.page.Page, number: int) -> PageTables | None:
+        try:
+            detected = page.find_tables()
+        except Exception:  # pdfminer chokes where pypdf did not: keep pypdf's text
+            logger.debug("PDF table detection failed on page %d", number, exc_info=True)
+            detected = []
+        if not detected:
+            self._carried = None
+            return None
+        outside = page
+        result = PageTables("")
+        for index, table in enumerate(detected):
+            rows = [[_clean(cell or "") for cell in row] for row in table.extract()]
+            caption = _clean(_caption(page, table.bbox))
+            header: bool | None = None
+            carried = self._carried if index == 0 and rows else None
+            if carried and row_text(rows[0]) == carried[1]:
+                caption = caption or carried[2]  # the header repeated on this page
+            elif carried and _goes_on(rows[0], carried):
+                rows.insert(0, carried[1].split(CELL_SEPARATOR))
+                caption, header = caption or carried[2], True
+            made = self._tables.sections(rows, path=(), page=number, caption=caption, header=header)
+            result.rows += made
+            outside = outside.outside_bbox(table.bbox)
+            head = row_text(rows[0]) if made and made[0].row != 1 else ""  # its header row
+            columns = max((len(row) for row in rows), default=0)
+            self._carried = (columns, head, caption) if head else None
+        result.text = _clean(outside.extract_text() or "")
+        return result
 
 
 def _caption(page: pdfplumber.page.Page, bbox: tuple[float, float, float, float]) -> str:
