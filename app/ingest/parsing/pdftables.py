@@ -19,13 +19,16 @@ import re
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
-import pdfplumber
 from pypdf import PageObject
 
 from app.ingest.parsing.limits import ParseLimits
 from app.ingest.parsing.model import Section
 from app.ingest.parsing.tables import CELL_SEPARATOR, TableRows, looks_like_header, row_text
+
+if TYPE_CHECKING:
+    from pdfplumber.page import Page
 
 logger = logging.getLogger(__name__)
 
@@ -59,6 +62,8 @@ def ruled(page: PageObject) -> bool:
 def page_tables(data: bytes, pages: Sequence[int], limits: ParseLimits) -> dict[int, PageTables]:
     """Page number (from 1) -> its text and table rows, for those of `pages` that hold a
     table, within half of the file's parse budget."""
+    import pdfplumber  # imported by the first PDF with a ruled page: most processes never do
+
     deadline = time.monotonic() + limits.budget(len(data)) / 2
     reader = _Reader(TableRows(limits))
     found: dict[int, PageTables] = {}
@@ -84,7 +89,7 @@ class _Reader:
         self._tables = tables
         self._carried: tuple[int, str, str] | None = None  # columns, header row, caption
 
-    def page(self, page: pdfplumber.page.Page, number: int) -> PageTables | None:
+    def page(self, page: Page, number: int) -> PageTables | None:
         try:
             detected = page.find_tables()
         except Exception:  # pdfminer chokes where pypdf did not: keep pypdf's text
@@ -115,7 +120,7 @@ class _Reader:
         return result
 
 
-def _caption(page: pdfplumber.page.Page, bbox: tuple[float, float, float, float]) -> str:
+def _caption(page: Page, bbox: tuple[float, float, float, float]) -> str:
     """The last line of text just above the table."""
     top = bbox[1]
     if top <= 1:
