@@ -9,6 +9,7 @@ from semantic_text_splitter import TextSplitter
 from tokenizers import Tokenizer
 
 from app.ingest.parsing import ParsedDocument, Section
+from app.ingest.parsing.tables import CELL_SEPARATOR
 
 RANGE_DASH = "\N{EN DASH}"
 # The metadata key set (to true) on a chunk whose text was read by OCR (parsing/ocr.py); kept
@@ -18,6 +19,9 @@ OCR_FLAG = "ocr"
 # no boundary to cut at (a run of punctuation) its cost grows with the square of what it is
 # given (80,000 brackets took 33 s, 20,000 took 1 s), on windows it stays linear.
 WINDOW_CHARS_PER_TOKEN = 64
+# A row longer than a chunk is cut between cells where it can: the splitter is shown each
+# separator as the end of a line (same length, so its cuts map back onto the row).
+_CELL_BREAK = CELL_SEPARATOR.rstrip() + "\n"
 
 
 @dataclass(frozen=True, slots=True)
@@ -31,7 +35,7 @@ class _Piece:
 
 @dataclass(slots=True)
 class _Group:
-    """Rows of one sheet on their way into a chunk, under the sheet's header."""
+    """Rows of one table on their way into a chunk, under the table's header."""
 
     header: str
     tokens: int
@@ -45,8 +49,16 @@ class _Group:
         if not self.rows:
             return []
         text = "\n".join([self.header] * bool(self.header) + [r.text.strip() for r in self.rows])
-        path = (*self.rows[0].section_path, row_label(self.rows[0], self.rows[-1]))
-        return [_Piece(text, self.tokens, None, path)]
+        return [
+            _Piece(text, self.tokens, self.rows[0].page_number, _path(self.rows[0], self.rows[-1]))
+        ]
+
+
+def _path(first: Section, last: Section) -> tuple[str, ...]:
+    """A sheet's name and the rows a chunk holds; a document table's page and headings."""
+    if first.table is not None:
+        return first.section_path
+    return (*first.section_path, row_label(first, last))
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,9 +76,9 @@ class Chunker:
 
     Chunks hold at most `chunk_tokens` tokens (no special tokens) and neighbours share up to
     `overlap_tokens`; cuts fall between paragraphs, else sentences, else words, never inside a
-    word unless a single word is longer than a chunk. A sheet's rows are the exception: they
-    are packed together, whole rows, into chunks that say which rows they hold.
-    CPU-bound: call it from a worker thread.
+    word unless a single word is longer than a chunk. A table's rows (a sheet's, or a table in
+    a document) are the exception: they are packed together, whole rows, into chunks that each
+    start with the table's header. CPU-bound: call it from a worker thread.
     """
 
     def __init__(
@@ -77,9 +89,13 @@ class Chunker:
         self._chunk_tokens = chunk_tokens
         self._window = chunk_tokens * WINDOW_CHARS_PER_TOKEN
         self._tokenizer = _without_padding_or_truncation(tokenizer)
-        self._splitter = TextSplitter.from_huggingface_tokenizer(
-            self._tokenizer, chunk_tokens, overlap=overlap_tokens
-        )
+        self._overlap = overlap_tokens
+        self._splitter = self._splitter_of(chunk_tokens)
+        self._row_splitters: dict[int, TextSplitter] = {chunk_tokens: self._splitter}
+
+    def _splitter_of(self, capacity: int) -> TextSplitter:
+        overlap = self._overlap if self._overlap < capacity else 0
+        return TextSplitter.from_huggingface_tokenizer(self._tokenizer, capacity, overlap=overlap)
 
     def split(self, parsed: ParsedDocument) -> list[ChunkDraft]:
         sections = parsed.sections
@@ -89,8 +105,8 @@ class Chunker:
         start = 0
         while start < len(sections):
             end = start + 1
-            if sections[start].row is not None:  # a run of one sheet's rows: packed together
-                while end < len(sections) and _same_sheet(sections[start], sections[end]):
+            if sections[start].row is not None:  # a run of one table's rows: packed together
+                while end < len(sections) and _same_table(sections[start], sections[end]):
                     end += 1
                 pieces += self._rows(sections[start:end], sizes[start:end])
             else:
@@ -120,26 +136,27 @@ class Chunker:
             if n
         ]
 
-    def _split(self, text: str) -> list[str]:
+    def _split(self, text: str, splitter: TextSplitter | None = None) -> list[str]:
         """The splitter's chunks of the text, fed a window at a time: each window's chunks but
         its last are kept, and the next window starts where that last one did, so the chunks
         and their overlaps are those of the whole text, at a cost linear in its length."""
+        splitter = splitter or self._splitter
         chunks: list[str] = []
         start = 0
         while len(text) - start > self._window:
-            found = self._splitter.chunk_indices(text[start : start + self._window])
+            found = splitter.chunk_indices(text[start : start + self._window])
             if len(found) < 2:  # a window holds one chunk only when it is one long grapheme
                 chunks += [chunk for _, chunk in found]
                 start += self._window
                 continue
             chunks += [chunk for _, chunk in found[:-1]]
             start += found[-1][0]
-        return chunks + self._splitter.chunks(text[start:])
+        return chunks + splitter.chunks(text[start:])
 
     def _rows(self, rows: list[Section], sizes: list[int]) -> list[_Piece]:
-        """Whole rows packed into chunks under the sheet's header, each chunk's path the
-        sheet's with the rows it holds (`row_label`); a row longer than a chunk is cut alone
-        ("row 7"). A header too long to repeat (over half a chunk) is a chunk of its own.
+        """Whole rows packed into chunks under the table's header. A sheet's chunk's path is
+        the sheet's with the rows it holds (`row_label`), a document table's that of the text
+        around it. A header too long to repeat (over half a chunk) is a chunk of its own.
         A chunk's tokens are its rows' and its header's counts plus one per line break: the
         budget it was packed to (the model's tokenizer counts a line break as none or one)."""
         header = rows[0].header
@@ -153,14 +170,34 @@ class Chunker:
             if size + 1 + header_size > self._chunk_tokens:  # + 1: the line break before it
                 pieces += group.piece()
                 group = _Group(header, header_size)
-                label = (*row.section_path, row_label(row, row))
-                pieces += self._pieces(row, row.text.strip(), size, path=label)
+                pieces += self._long_row(row, header, header_size)
             elif size:
                 if group.tokens + size + 1 > self._chunk_tokens:
                     pieces += group.piece()
                     group = _Group(header, header_size)
                 group.add(row, size)
         return pieces + group.piece()
+
+    def _long_row(self, row: Section, header: str, header_size: int) -> list[_Piece]:
+        """A row longer than a chunk, cut alone ("row 7" in a sheet): between cells where a
+        run of whole cells fits, else between sentences or words inside a cell; each piece
+        under the header (its size taken off the piece's)."""
+        capacity = self._chunk_tokens - header_size - bool(header)
+        if capacity not in self._row_splitters:
+            self._row_splitters[capacity] = self._splitter_of(capacity)
+        shown = row.text.strip().replace(CELL_SEPARATOR, _CELL_BREAK)
+        cuts = [
+            cut.replace(_CELL_BREAK, CELL_SEPARATOR).removesuffix(CELL_SEPARATOR.rstrip())
+            for cut in self._split(shown, self._row_splitters[capacity])
+        ]
+        cuts = [cut.strip() for cut in cuts if cut.strip()]
+        texts = [f"{header}\n{cut}" if header else cut for cut in cuts]
+        path = _path(row, row)
+        return [
+            _Piece(text, n, row.page_number, path)
+            for text, n in zip(texts, self._count(texts), strict=True)
+            if n > header_size
+        ]
 
     def fewest_chunks(self, parsed: ParsedDocument) -> int:
         """The fewest chunks the document can make: its tokens over the chunk size (one
@@ -180,8 +217,13 @@ def row_label(first: Section, last: Section) -> str:
     return f"rows {first.row}{RANGE_DASH}{last.row}"
 
 
-def _same_sheet(a: Section, b: Section) -> bool:
-    return b.row is not None and (a.section_path, a.header) == (b.section_path, b.header)
+def _same_table(a: Section, b: Section) -> bool:
+    return b.row is not None and (a.section_path, a.page_number, a.header, a.table) == (
+        b.section_path,
+        b.page_number,
+        b.header,
+        b.table,
+    )
 
 
 def embedded_text(*, title: str | None, section_path: tuple[str, ...], content: str) -> str:

@@ -48,6 +48,11 @@ def _outline(parsed: ParsedDocument) -> list[tuple[tuple[str, ...], int | None, 
     return [(s.section_path, s.page_number, s.text) for s in parsed.sections]
 
 
+def _headers(parsed: ParsedDocument) -> list[tuple[int | None, str]]:
+    """Each table row's number and the header above it."""
+    return [(s.row, s.header) for s in parsed.sections if s.row is not None]
+
+
 # Sniffing
 
 
@@ -117,13 +122,12 @@ def test_word_headings_become_section_paths_and_tables_rows() -> None:
     assert _outline(parsed) == [
         ((), None, "Read this before the first expedition."),
         (("Equipment",), None, "Pack the aardvark lantern and spare batteries."),
-        (
-            ("Equipment", "Tents"),
-            None,
-            "The bumblebee tent sleeps four.\n\nItem | Weight\nTent | 4 kg",
-        ),
+        (("Equipment", "Tents"), None, "The bumblebee tent sleeps four."),
+        (("Equipment", "Tents"), None, "Tent | 4 kg"),
         (("Safety",), None, "Chameleons bite when cornered."),
     ]
+    # the paragraph introducing the table, and its header row
+    assert _headers(parsed) == [(2, "The bumblebee tent sleeps four.\nItem | Weight")]
 
 
 def test_word_title_property_wins() -> None:
@@ -169,8 +173,9 @@ def test_slides_are_pages_and_their_titles_sections() -> None:
             1,
             "Aardvark sales doubled.\nSpeaker notes: Thank the bumblebee team.",
         ),
-        (("Regional Figures",), 2, "Region | Chameleons\nNorth | 42"),
+        (("Regional Figures",), 2, "North | 42"),  # the slide's text is its table's
     ]
+    assert _headers(parsed) == [(2, "Regional Figures\nRegion | Chameleons")]
 
 
 def test_slides_past_the_page_limit_are_413() -> None:
@@ -310,9 +315,11 @@ def test_odt_headings_lists_and_tables_without_notes_or_contents() -> None:
     assert parsed.title == "Burrowing Animals"
     assert _outline(parsed) == [
         (("Burrows",), None, "Aardvarks  dig."),
-        (("Burrows", "Depth"), None, "Two metres deep.\n\nSite | Depth\nNorth | 2 m"),
+        (("Burrows", "Depth"), None, "Two metres deep."),
+        (("Burrows", "Depth"), None, "North | 2 m"),
         (("Bees",), None, "Bumblebees hum."),
     ]
+    assert _headers(parsed) == [(2, "Two metres deep.\nSite | Depth")]
 
 
 # Hostile containers

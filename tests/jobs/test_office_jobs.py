@@ -76,7 +76,7 @@ async def test_office_files_in_a_job_keep_their_citations_and_bad_ones_fail_alon
 
     chapter = await _hit(owner_a, "termites", "epub")
     assert chapter["section"] == ["Chapter 1: Aardvarks", "Diet"]
-    assert (await _hit(owner_a, "metres", "odt"))["section"] == ["Burrows", "Depth"]
+    assert (await _hit(owner_a, "north", "odt"))["section"] == ["Burrows", "Depth"]
     slide = await _hit(owner_a, "chameleons", "pptx")
     assert (slide["page_number"], slide["section"]) == (2, ["Regional Figures"])
     assert (await _hit(owner_a, "chameleons", "docx"))["section"] == ["Safety"]

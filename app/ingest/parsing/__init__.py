@@ -23,7 +23,9 @@ __all__ = [
 ]
 
 
-def parse_text(text: str, source_type: SourceType) -> ParsedDocument:
+def parse_text(
+    text: str, source_type: SourceType, *, limits: ParseLimits = DEFAULT_LIMITS
+) -> ParsedDocument:
     """A text, markdown or HTML document sent as a string (the JSON ingest path)."""
     source_type = SourceType(source_type)
     if source_type.file_only:
@@ -31,7 +33,7 @@ def parse_text(text: str, source_type: SourceType) -> ParsedDocument:
             f"{source_type.label} files are uploaded as files (POST /api/rag/documents/upload), "
             "never sent as text"
         )
-    return parse_markup(text, source_type)
+    return parse_markup(text, source_type, limits)
 
 
 def parse_bytes(
@@ -46,7 +48,7 @@ def parse_bytes(
     source_type = SourceType(source_type)
     if source_type.file_only:
         return read(data, source_type, limits)
-    return parse_markup(data, source_type)
+    return parse_markup(data, source_type, limits)
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,5 +67,5 @@ class Parser:
         elif isinstance(content, bytes):
             parsed = parse_bytes(content, kind, limits=self.limits, read=self.read_file)
         else:
-            parsed = parse_text(content, kind)
+            parsed = parse_text(content, kind, limits=self.limits)
         return check_chars(parsed, self.limits)

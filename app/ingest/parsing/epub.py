@@ -4,13 +4,15 @@ contents, the headings inside it below that name.
 An EPUB is a ZIP of XHTML files listed by a package document (the `.opf` that
 `META-INF/container.xml` points to): its spine is the reading order, its navigation document
 (EPUB 3) or NCX (EPUB 2) names the chapters. Both are small XML read with lxml; each chapter's
-XHTML is then read as the HTML uploads are (html.py), after lxml has re-serialised it as HTML (so
-a self-closed `<script/>` swallows nothing). A file the contents do not name continues the
-chapter before it. Chapters under DRM (listed in `META-INF/encryption.xml`) cannot be read: 422.
+XHTML is then read as the HTML uploads are (html.py, tables included), after lxml has
+re-serialised it as HTML (so a self-closed `<script/>` swallows nothing). A file the contents
+do not name continues the chapter before it. Chapters under DRM (listed in
+`META-INF/encryption.xml`) cannot be read: 422.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import posixpath
 import zipfile
 from dataclasses import dataclass, field
@@ -49,7 +51,7 @@ def parse_epub(data: bytes, limits: ParseLimits) -> ParsedDocument:
         chapter: str | None = None
         chars = 0
         for path in package.spine:
-            parsed = _chapter(read_member(archive, path, limits), path)
+            parsed = _chapter(read_member(archive, path, limits), path, limits)
             if parsed is None:
                 continue
             chapter = toc.get(path) or chapter or parsed.title
@@ -57,14 +59,15 @@ def parse_epub(data: bytes, limits: ParseLimits) -> ParsedDocument:
                 chars += len(section.text)
                 if chars > limits.max_chars:
                     raise too_many_chars(limits)
-                sections.append(Section(section.text, _path(chapter, section.section_path), None))
+                where = _path(chapter, section.section_path)
+                sections.append(dataclasses.replace(section, section_path=where))
     return document(package.title, sections)
 
 
-def _chapter(data: bytes, path: str) -> ParsedDocument | None:
+def _chapter(data: bytes, path: str, limits: ParseLimits) -> ParsedDocument | None:
     root = parse(data, name=path, recover=True)
     try:
-        return parse_html(etree.tostring(root, method="html", encoding="unicode"))
+        return parse_html(etree.tostring(root, method="html", encoding="unicode"), limits)
     except Unprocessable:
         return None  # a cover image, a blank page: no text
 

@@ -45,7 +45,7 @@ def read_text(
     """The file's text, a PDF's pages without text left in `scanned_pages` (for OCR)."""
     kind = SourceType(source_type)
     if not kind.file_only:
-        return parse_markup(content, kind)
+        return parse_markup(content, kind, limits)
     if isinstance(content, str):
         raise UnsupportedMediaType(f"{kind.label} files are uploaded as files, never as text")
     return _READERS[kind](content, limits)

@@ -4,6 +4,11 @@ The page is parsed by lxml (libxml2's HTML parser, in C) into its element tree a
 once, iteratively, in document order: the cost is linear in the page's size. (A
 BeautifulSoup tree of the same page cost a Python object per element and a full pass per
 search: a megabyte of `<p>` took seconds and hundreds of megabytes.)
+
+A `<table>` becomes row sections (tables.py) under the headings above it: its first row is the
+header when it sits in `<thead>` or is all `<th>`, else when it looks like one; its caption is
+its `<caption>`, else the short paragraph just before it. A table nested in a cell is that
+cell's text.
 """
 
 from __future__ import annotations
@@ -14,7 +19,9 @@ from bs4 import UnicodeDammit
 from lxml import etree
 
 from app.errors import Unprocessable
+from app.ingest.parsing.limits import DEFAULT_LIMITS, ParseLimits
 from app.ingest.parsing.model import ParsedDocument, Section, document
+from app.ingest.parsing.tables import TableRows
 from app.ingest.parsing.text import clean_text, decode_text
 
 # Never text a reader came for: code, styling, widgets, navigation, forms.
@@ -35,6 +42,8 @@ _BLOCKS = frozenset(
         *("ul", "ol", "li", "dl", "dt", "dd", "table", "caption", "thead", "tbody", "tfoot", "tr"),
     }
 )
+_CELLS = ("td", "th")
+_SPACED = _BLOCKS | {*_CELLS, "br"}  # inside a cell, what stands apart from its neighbours
 _Element = etree._Element
 
 
@@ -51,7 +60,7 @@ def decode_html(data: bytes) -> str:
         return clean_text(markup)
 
 
-def parse_html(markup: str) -> ParsedDocument:
+def parse_html(markup: str, limits: ParseLimits = DEFAULT_LIMITS) -> ParsedDocument:
     """Sections split at each heading; the title is <title>, else the first <h1>.
 
     Text inside <main> (else a lone <article>, else <body>) is kept; whitespace collapses as a
@@ -65,7 +74,7 @@ def parse_html(markup: str) -> ParsedDocument:
     title = _words(found.title) if found.title is not None else ""
     if not title and (h1 := next(_kept(content, "h1"), None)) is not None:
         title = _words(h1)
-    return document(title or None, _Sections().collect(content))
+    return document(title or None, _Sections(limits).collect(content))
 
 
 def _tree(markup: str) -> _Element | None:
@@ -133,8 +142,9 @@ class _Landmarks:
         return body if body is not None else root
 
 
-def _strings(element: _Element) -> Iterator[str]:
-    """The text inside the element, in order, without what is dropped (not its tail)."""
+def _strings(element: _Element, *, spaced: frozenset[str] = frozenset()) -> Iterator[str]:
+    """The text inside the element, in order, without what is dropped (not its tail); a space
+    around each element named in `spaced`."""
     stack: list[_Element | str] = [element]
     while stack:
         item = stack.pop()
@@ -146,9 +156,20 @@ def _strings(element: _Element) -> Iterator[str]:
         name = _name(item)
         if not name or name in _DROPPED:
             continue
+        if name in spaced:
+            stack.append(" ")
         stack.extend(reversed(item))
         if item.text:
             stack.append(item.text)
+        if name in spaced:
+            stack.append(" ")
+
+
+def _marked_header(row: _Element, cells: list[_Element]) -> bool:
+    """A first row the page marks as the header: in <thead>, or all <th>."""
+    parent = row.getparent()
+    in_head = parent is not None and _name(parent) == "thead"
+    return in_head or all(_name(cell) == "th" for cell in cells)
 
 
 def _words(element: _Element) -> str:
@@ -158,11 +179,12 @@ def _words(element: _Element) -> str:
 class _Sections:
     """Walks the tree in document order, gathering paragraphs under the current heading path."""
 
-    def __init__(self) -> None:
+    def __init__(self, limits: ParseLimits) -> None:
         self._sections: list[Section] = []
         self._path: list[tuple[int, str]] = []
         self._paragraphs: list[str] = []
         self._inline: list[str] = []
+        self._tables = TableRows(limits)
 
     def collect(self, root: _Element) -> list[Section]:
         walker = etree.iterwalk(root, events=("start", "end"))
@@ -204,6 +226,9 @@ class _Sections:
         if name == "br":
             self._end_paragraph()
             return False
+        if name == "table":
+            self._table(tag)
+            return False
         if name in ("td", "th"):
             self._inline.append(" ")
         elif name in _BLOCKS:
@@ -211,6 +236,19 @@ class _Sections:
         if tag.text:
             self._inline.append(tag.text)
         return True
+
+    def _table(self, table: _Element) -> None:
+        """The table's own rows (not those of a table nested in a cell) as row sections."""
+        rows = [row for row in table.iter("tr") if next(row.iterancestors("table")) is table]
+        cells = [[cell for cell in row if _name(cell) in _CELLS] for row in rows]
+        header = True if cells and cells[0] and _marked_header(rows[0], cells[0]) else None
+        self._end_paragraph()
+        caption = next((c for c in table if _name(c) == "caption"), None)
+        intro = _words(caption) if caption is not None else "\n".join(self._paragraphs[-1:])
+        self._end_section()
+        texts = [[" ".join("".join(_strings(c, spaced=_SPACED)).split()) for c in r] for r in cells]
+        path = tuple(name for _, name in self._path if name)
+        self._sections += self._tables.sections(texts, path=path, caption=intro, header=header)
 
     def _end_paragraph(self) -> None:
         if not self._inline:

@@ -64,14 +64,18 @@ _SUFFIXES = {
 @dataclass(frozen=True, slots=True)
 class Section:
     """A run of text under one heading path (markdown, HTML, Word, EPUB, ODT), on one page
-    (PDF) or slide (PowerPoint), or one row of a sheet (Excel: `row` is its number, and the
-    chunker packs a sheet's consecutive rows into chunks that say which rows they hold)."""
+    (PDF) or slide (PowerPoint), or one row of a table (`row` is its number). The chunker
+    packs a table's consecutive rows into chunks, whole rows, each chunk starting with the
+    table's `header`. A sheet's rows (Excel, `table` None) are numbered as Excel numbers them
+    and their chunks say which rows they hold; a document's table (`table` its number, from 1)
+    keeps the page, slide or headings of the text around it."""
 
     text: str
     section_path: tuple[str, ...]
     page_number: int | None
     row: int | None = None
-    header: str = ""  # a sheet's header row, repeated at the top of each chunk of its rows
+    header: str = ""  # the table's caption and header row, repeated atop each chunk of its rows
+    table: int | None = None
     ocr: bool = False  # read from the page's image (ocr.py): the page had no text layer
 
 

@@ -1,4 +1,5 @@
-"""OpenDocument text (.odt): headings become section paths, tables become rows of cells.
+"""OpenDocument text (.odt): headings become section paths, tables become rows of cells
+(tables.py; a table's `table:table-header-rows` mark its header).
 
 An ODT is a ZIP whose `content.xml` states each heading's outline level (`text:h
 text:outline-level`), so lxml reads the structure directly; no ODF library is needed. Lists
@@ -27,6 +28,7 @@ _LIST, _SECTION = f"{{{_TEXT}}}list", f"{{{_TEXT}}}section"
 _OPENED = {_LIST, _SECTION, *(f"{{{_TEXT}}}{t}" for t in ("list-item", "list-header"))}
 _OPENED |= {f"{{{_TABLE}}}{t}" for t in ("table-header-rows", "table-rows", "table-row-group")}
 _TABLE_TAG, _ROW = f"{{{_TABLE}}}table", f"{{{_TABLE}}}table-row"
+_HEADER_ROWS = f"{{{_TABLE}}}table-header-rows"
 _CELLS = {f"{{{_TABLE}}}table-cell", f"{{{_TABLE}}}covered-table-cell"}
 _LEFT_OUT = {
     *(f"{{{_TEXT}}}{t}" for t in ("note", "tracked-changes", "deletion", "sequence-decls")),
@@ -54,7 +56,8 @@ def parse_odt(data: bytes, limits: ParseLimits) -> ParsedDocument:
         elif block.tag == _P:
             outline.add(_inline(block).strip())
         else:
-            outline.add(_table_text(block))
+            header = block.find(_HEADER_ROWS) is not None or None
+            outline.table([_cells(row) for row in _rows(block)], header=header)
     title = None
     if meta is not None:
         title = next((" ".join(t.itertext()).strip() for t in meta.iter(_META_TITLE)), None)
@@ -88,20 +91,24 @@ def _inline(element: etree._Element) -> str:
     return "".join(parts)
 
 
-def _table_text(table: etree._Element) -> str:
-    """One line per row, cells separated by " | "; a cell repeated N times is read once."""
-    lines = []
-    for row in _rows(table):
-        cells = [
-            " ".join(" ".join(_inline(p).split()) for p in cell.iterchildren(_P, _H))
-            for cell in row.iterchildren(etree.Element)
-            if cell.tag in _CELLS
-        ]
-        while cells and not cells[-1]:
-            cells.pop()
-        if cells:
-            lines.append(" | ".join(cells))
-    return "\n".join(lines)
+def _cells(row: etree._Element) -> list[str]:
+    """A row's cell texts; a cell repeated N times is read once, a nested table's text is
+    inside its cell."""
+    return [
+        " ".join(_cell_text(cell).split())
+        for cell in row.iterchildren(etree.Element)
+        if cell.tag in _CELLS
+    ]
+
+
+def _cell_text(cell: etree._Element) -> str:
+    parts = []
+    for block in _blocks(cell):
+        if block.tag == _TABLE_TAG:
+            parts += [_cell_text(inner) for row in _rows(block) for inner in row.iterchildren()]
+        else:
+            parts.append(_inline(block))
+    return " ".join(parts)
 
 
 def _rows(table: etree._Element) -> Iterator[etree._Element]:

@@ -1,6 +1,7 @@
 """PDF: one section per page that has text, numbered from 1, with pypdf, under limits
 (limits.py): pages, characters, inflated stream size. The wall-clock budget is the
-sandbox's (sandbox.py), which can stop a page that never ends."""
+sandbox's (sandbox.py), which can stop a page that never ends. Pages ruled for tables are
+read again for their tables (pdftables.py): row sections of the same page."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from app.errors import PayloadTooLarge, Unprocessable
 from app.ingest.parsing.limits import DEFAULT_LIMITS, ParseLimits, too_many_chars
 from app.ingest.parsing.model import ParsedDocument, Section
 from app.ingest.parsing.ocr import no_text_layer, scanned_pages
+from app.ingest.parsing.pdftables import page_tables, ruled
 
 logger = logging.getLogger(__name__)
 
@@ -42,17 +44,14 @@ def parse_pdf(data: bytes, limits: ParseLimits = DEFAULT_LIMITS) -> ParsedDocume
         try:
             reader = _open(data, limits)
             texts = _page_texts(reader, limits)
+            sections = _sections(data, reader, texts, limits)
         except LimitReachedError as exc:
             raise PayloadTooLarge(
                 f"the PDF inflates beyond what one document may ({_describe(exc)}; "
                 f"RAG_PARSE_MAX_INFLATED_BYTES is {inflated:,} bytes per stream)",
                 extra={"limit": "max_inflated_bytes", "value": inflated},
             ) from exc
-    sections = [
-        Section(text=text, section_path=(), page_number=number)
-        for number, text in enumerate(texts, start=1)
-        if text.strip()
-    ]
+    sections = [s for s in sections if s.text.strip()]
     scanned = scanned_pages(texts, limits)  # read by OCR next (ocr.py), unless it is off
     if not sections and not scanned:
         raise no_text_layer(limits)
@@ -98,6 +97,25 @@ def _page_texts(reader: PdfReader, limits: ParseLimits) -> list[str]:
         if chars > limits.max_chars:  # stop reading: the rest cannot be kept anyway
             raise too_many_chars(limits)
     return texts
+
+
+def _sections(
+    data: bytes, reader: PdfReader, texts: list[str], limits: ParseLimits
+) -> list[Section]:
+    """Each page's text; on the pages whose tables were found, the text around them and the
+    tables' rows."""
+    candidates = [
+        number
+        for number, (page, text) in enumerate(zip(reader.pages, texts, strict=True), start=1)
+        if text.strip() and ruled(page)
+    ]
+    tables = page_tables(data, candidates, limits) if candidates else {}
+    sections: list[Section] = []
+    for number, text in enumerate(texts, start=1):
+        found = tables.get(number)
+        sections.append(Section(_clean(found.text) if found else text, (), number))
+        sections += found.rows if found else []
+    return [section for section in sections if section.text.strip()]
 
 
 def _clean(text: str) -> str:

@@ -27,12 +27,9 @@ from lxml import etree
 from app.errors import PayloadTooLarge, Unprocessable
 from app.ingest.parsing.limits import ParseLimits, too_many_chars
 from app.ingest.parsing.model import ParsedDocument, Section, document
+from app.ingest.parsing.tables import CELL_SEPARATOR, HEADER_MAX_CHARS
 from app.ingest.parsing.workbook import Value, Workbook, open_workbook, rows
 from app.ingest.parsing.zipped import vetted
-
-CELL_SEPARATOR = " | "
-HEADER_MAX_CHARS = 400  # a longer first row is data, not a header to repeat
-
 
 _ROW_TAG = re.compile(rb"<(?:[A-Za-z_][\w.-]{0,31}:)?row[\s/>]")
 _LONGEST_TAG = 40  # bytes a row start tag may span, prefix included

@@ -1,4 +1,4 @@
-"""Word (.docx): headings become section paths, tables become rows of cells.
+"""Word (.docx): headings become section paths, tables become rows of cells (tables.py).
 
 python-docx opens the package (relationships, the main part's type) and resolves styles, so a
 heading is found by its style ("Heading 2", a custom style based on one, or any style or
@@ -35,6 +35,9 @@ _RUN_TEXT = etree.XPath(
 )
 _STYLE_ID = etree.XPath("string(w:pPr/w:pStyle/@w:val)", namespaces=_NS)
 _OUTLINE = etree.XPath("string(w:pPr/w:outlineLvl/@w:val)", namespaces=_NS)
+_REPEATED_HEADER = etree.XPath(
+    "w:trPr/w:tblHeader[not(@w:val='0' or @w:val='false')]", namespaces=_NS
+)
 _TOC_PART = etree.XPath(
     "w:sdtPr/w:docPartObj/w:docPartGallery[starts-with(@w:val, 'Table of Contents')]",
     namespaces=_NS,
@@ -56,7 +59,9 @@ def parse_docx(data: bytes, limits: ParseLimits) -> ParsedDocument:
     title_paragraph = None
     for block in _blocks(word.element.body):
         if block.tag == _TBL:
-            outline.add(_table_text(block))
+            rows = list(block.iterchildren(_TR))
+            header = True if rows and _REPEATED_HEADER(rows[0]) else None
+            outline.table([_cells(row) for row in rows], header=header)
             continue
         style = styles.of(block)
         text = _text(block).strip()
@@ -98,14 +103,9 @@ def _text(element: Any) -> str:
     return "".join(parts)
 
 
-def _table_text(table: Any) -> str:
-    """One line per row, cells separated by " | " (a merged cell once)."""
-    lines = []
-    for row in table.iterchildren(_TR):
-        cells = [" ".join(_text(cell).split()) for cell in row.iterchildren(_TC)]
-        if any(cells):
-            lines.append(" | ".join(cells).strip())
-    return "\n".join(lines)
+def _cells(row: Any) -> list[str]:
+    """A row's cell texts (a merged cell once; a nested table's text inside its cell)."""
+    return [" ".join(_text(cell).split()) for cell in row.iterchildren(_TC)]
 
 
 def _outline_level(paragraph: Any) -> int | None:
