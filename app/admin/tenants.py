@@ -164,8 +164,7 @@ async def delete_tenant(
             "erased": _erased(rows_before, await _rows_of(session, tenant_id)),
         },
     )
-    after = {"receipt_id": str(receipt.id)}
-    await record(session, actor, "tenant.delete", tenant_id=tenant_id, before=before, after=after)
+    await record(session, actor, "tenant.delete", tenant_id=tenant_id, before=before, after=None)
     return receipt
 
 
