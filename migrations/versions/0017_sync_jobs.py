@@ -18,9 +18,20 @@ branch_labels = None
 depends_on = None
 
 
+# On Citus, this revision's DDL on a distributed table runs over one connection per node, so
+# that another revision of the same run (0015's function) may still create or drop a function
+# in the transaction.
+SEQUENTIAL = (
+    "DO $$ BEGIN IF EXISTS (SELECT FROM pg_extension WHERE extname = 'citus') THEN"
+    " SET LOCAL citus.multi_shard_modify_mode TO 'sequential'; END IF; END $$"
+)
+
+
 def upgrade() -> None:
+    op.execute(SEQUENTIAL)
     op.execute("ALTER TABLE ingest_jobs ADD COLUMN sync jsonb, ADD COLUMN receipt_id uuid")
 
 
 def downgrade() -> None:
+    op.execute(SEQUENTIAL)
     op.execute("ALTER TABLE ingest_jobs DROP COLUMN receipt_id, DROP COLUMN sync")

@@ -36,7 +36,7 @@ def test_sign_in_search_with_citations_and_sign_out(browser: Browser, console: C
         sign_in(page, token)
         nav = page.get_by_role("navigation", name="Sections")
         expect(nav.get_by_role("link")).to_have_text(
-            ["Overview", "Search", "Documents", "Jobs", "Duplicates"]
+            ["Overview", "Search", "Documents", "Jobs", "Duplicates", "Receipts"]
         )
 
         page.get_by_label("Query").fill("how long are backups kept?")

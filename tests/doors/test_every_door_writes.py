@@ -28,7 +28,7 @@ from app.resources import Resources
 from app.settings import Settings
 from tests.conftest import TenantClient, new_tenant, resources_of, running_app, token_for
 from tests.fakes import WordHashEmbedder
-from tests.jobs.conftest import finished, wait_for
+from tests.jobs.conftest import finished
 
 pytestmark = pytest.mark.on_citus
 
@@ -103,7 +103,7 @@ async def through_jobs(tenant: TenantClient, resources: Resources, settings: Set
         job_ids.append(reply.json()["job_id"])
     async with background_workers(settings, job_services(resources), concurrency=1):
         for job_id in job_ids:
-            job = await wait_for(lambda job_id=job_id: finished(tenant, job_id))
+            job = await finished(tenant, job_id)
             assert job["status"] == "succeeded", job
 
 

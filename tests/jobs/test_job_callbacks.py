@@ -362,8 +362,11 @@ async def test_a_stored_callback_url_that_can_never_be_sent_fails_at_once(
             )
             async with tenant_transaction(committed, tenant.tenant_id) as session:
                 await session.execute(
-                    text("update ingest_jobs set callback_url = :url where id = :id"),
-                    {"url": STORED_UNSENDABLE[kind], "id": job_id},
+                    text(
+                        "update ingest_jobs set callback_url = :url"
+                        " where tenant_id = :tenant and id = :id"  # routed on Citus
+                    ),
+                    {"url": STORED_UNSENDABLE[kind], "tenant": tenant.tenant_id, "id": job_id},
                 )
             async with workers(hooked, committed, embedder):
                 callback = await callback_state(tenant, job_id, "failed")

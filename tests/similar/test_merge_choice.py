@@ -21,7 +21,7 @@ OUTDATED = (TUTORIAL / "backups-old.md").read_text()
 
 
 async def ingest(tenant: TenantClient, external_id: str, content: str, **extra: object) -> str:
-    body = {"external_id": external_id, "title": "Backups", "content": content}
+    body: dict[str, object] = {"external_id": external_id, "title": "Backups", "content": content}
     body.update(extra)
     body.setdefault("source_type", "markdown")
     response = await tenant.http.post("/api/rag/documents", json=body, headers=tenant.headers)
