@@ -127,6 +127,8 @@ def private_database() -> Iterator[PrivateDatabase]:
         database.stop()
 
 
+# alone: under the other workers' load a search could outwait the 60 s the test allows
+@pytest.mark.serial
 async def test_postgres_restarting_under_traffic_is_503_then_recovers(
     settings: Settings, private_database: PrivateDatabase
 ) -> None:

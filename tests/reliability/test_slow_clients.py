@@ -24,6 +24,8 @@ PLAN = SlowPlan(
 LATE = 3.0  # seconds a close may come after its deadline on a busy machine
 
 
+# alone: its idle and keep-alive timings are a few hundred milliseconds
+@pytest.mark.serial
 async def test_slow_and_idle_connections_are_closed_and_others_are_served() -> None:
     def attack() -> SlowResult:
         with scratch_directory("rag-slow-test-") as data:
