@@ -245,14 +245,7 @@ def sync(
     max_deletions: int | float | None = None,
 ) -> Call[SyncResult]:
     """The collection's complete content; what is not named is deleted (docs/SYNC.md)."""
-    body: dict[str, JsonValue] = {
-        "documents": [_body(document) for document in documents],
-        "dry_run": dry_run,
-        "allow_empty": allow_empty,
-    }
-    if max_deletions is not None:
-        body["max_deletions"] = max_deletions
-    path = f"{RAG}/collections/{quote(collection, safe='')}/sync"
+    path, body = _sync(collection, documents, allow_empty, max_deletions, dry_run=dry_run)
     return Call("POST", path, _reads(SyncResult), json=body)
 
 
@@ -265,17 +258,28 @@ def sync_in_background(
     callback_url: str | None = None,
 ) -> Call[SyncJobAccepted]:
     """The same sync as a background job (202): follow it with `job()`."""
+    path, body = _sync(collection, documents, allow_empty, max_deletions, background=True)
+    if callback_url is not None:
+        body["callback_url"] = callback_url
+    return Call("POST", path, _reads(SyncJobAccepted), json=body)
+
+
+def _sync(
+    collection: str,
+    documents: Sequence[NewDocument | DocumentReference],
+    allow_empty: bool,
+    max_deletions: int | float | None,
+    **flags: bool,
+) -> tuple[str, dict[str, JsonValue]]:
+    """A sync's path and body, in a request or in the background."""
     body: dict[str, JsonValue] = {
         "documents": [_body(document) for document in documents],
+        **flags,
         "allow_empty": allow_empty,
-        "background": True,
     }
     if max_deletions is not None:
         body["max_deletions"] = max_deletions
-    if callback_url is not None:
-        body["callback_url"] = callback_url
-    path = f"{RAG}/collections/{quote(collection, safe='')}/sync"
-    return Call("POST", path, _reads(SyncJobAccepted), json=body)
+    return f"{RAG}/collections/{quote(collection, safe='')}/sync", body
 
 
 def receipt(receipt_id: uuid.UUID | str) -> Call[dict[str, JsonValue]]:
