@@ -68,8 +68,7 @@ async def record(
     registry transaction scoped to it) `tenant_id`'s."""
     assert kind in KINDS
     receipt_id = uuid.uuid4()
-    written = datetime.now(UTC)  # kept whole: the order of receipts within one second
-    now = written.replace(microsecond=0)  # signed: Standard Webhooks timestamps are seconds
+    now = datetime.now(UTC).replace(microsecond=0)  # Standard Webhooks timestamps are seconds
     body = {
         "receipt_id": str(receipt_id),
         "tenant_id": tenant_id or tenant_of(session),
@@ -85,7 +84,9 @@ async def record(
             id=receipt_id,
             kind=kind,
             collection=collection,
-            created_at=written,
+            # the database's clock, whole: the order of receipts within one second, and a
+            # tenant id created again reads none written before (see _since_created)
+            created_at=func.clock_timestamp(),
             body=body,
             signature=signed.signature,
         )
@@ -108,11 +109,9 @@ async def read(
     receipt = await session.scalar(stmt)
     if receipt is None:
         raise NotFound(f"receipt {receipt_id} does not exist")
+    signed_at = datetime.fromisoformat(receipt.body["created_at"].replace("Z", "+00:00"))
     return SignedReceipt(
-        receipt.id,
-        _payload(receipt.body),
-        int(receipt.created_at.timestamp()),
-        receipt.signature,
+        receipt.id, _payload(receipt.body), int(signed_at.timestamp()), receipt.signature
     )
 
 
@@ -129,12 +128,11 @@ class ReceiptSummary:
 
 
 def _since_created(stmt: Any) -> Any:
-    """Only the receipts written since the tenant (of that id) was created."""
-    # receipts are stamped to the second (the signature's timestamp)
-    since = select(func.date_trunc("second", Tenant.created_at)).where(
-        Tenant.id == Receipt.tenant_id
-    )
-    return stmt.where(Receipt.created_at >= since.scalar_subquery())
+    """Only the receipts written since the tenant (of that id) was created: both times are
+    the database's, the tenant's its creation's transaction's, a receipt's when written (after
+    that transaction committed)."""
+    since = select(Tenant.created_at).where(Tenant.id == Receipt.tenant_id)
+    return stmt.where(Receipt.created_at > since.scalar_subquery())
 
 
 async def list_receipts(
