@@ -1,13 +1,18 @@
 """Searches per second at saturation, and where the CPU goes.
 
-    python -m bench.saturation [--chunks 100000] [--seconds 10] [--clients 1,4,16,64]
-        [--workers 1,2] [--series vector-new,vector-cached,keyword,hybrid-new,hybrid-cached]
-        [--peers chroma] [--profile 15]
+    python -m bench.saturation [--workload synthetic|abstracts] [--chunks 100000]
+        [--documents 1500] [--seconds 10] [--clients 1,4,16,64] [--workers 1,2]
+        [--series vector-new,vector-cached,keyword,hybrid-new,hybrid-cached]
+        [--peers chroma] [--profile 15] [--redis-url URL | --redis-url '']
 
-`rag serve --workers N` on `chunks` synthetic chunks (the 50%/10%/1%/0.1% tenant layout of
-bench/kit/synthetic.py; the searched tenant holds half of them, on the enterprise tier, its
-limit far above the offered load), one Redis for the rate limit, and wrk's closed-loop
-clients for `seconds` at each concurrency. "new" series send a text no worker has seen (its
+`rag serve --workers N`, one Redis for the rate limit (`--redis-url ''`: none, each worker
+limits in memory), and wrk's closed-loop clients for `seconds` at each concurrency, on one of
+two workloads. `synthetic`: `chunks` synthetic chunks (the 50%/10%/1%/0.1% tenant layout of
+bench/kit/synthetic.py; the searched tenant holds half of them), query texts of about 12 words,
+`max_results` 10. `abstracts`, a chat backend's traffic: one tenant of `documents` NFCorpus
+abstracts ingested by the service's own pipeline (titles, chunks, keyword vectors), MEDLINE's
+queries and runs of 20 words, `max_results` 5. The searched tenant is on the enterprise tier,
+its limit far above the offered load. "new" series send a text no worker has seen (its
 query embedding computed by the local model), "cached" ones cycle through 100 warmed texts,
 keyword never embeds. Each run reports searches/s, P50/P95/P99, errors and the CPU time per
 search of the service's processes, of PostgreSQL's, of Redis and of wrk; `utilisation` is
@@ -53,6 +58,7 @@ from bench.saturation.texts import TextSupply, distinct_texts
 from bench.saturation.wrk import RunResult, Target, run
 
 SERIES = ("vector-new", "vector-cached", "keyword", "hybrid-new", "hybrid-cached")
+WORKLOADS = {"synthetic": 10, "abstracts": 5}  # max_results of each
 CACHED_TEXTS = 50  # half the service's query cache (RAG_QUERY_CACHE_SIZE, 100)
 HEADROOM = 1.6  # new texts per cell: the last rate of the series x seconds x this
 FIRST_RATE = 150.0  # searches/s assumed before a series has a rate
@@ -60,32 +66,39 @@ FIRST_RATE = 150.0  # searches/s assumed before a series has a rate
 
 @dataclass(frozen=True, slots=True)
 class Plan:
+    workload: str
     chunks: int
+    documents: int
     seconds: float
     clients: list[int]
     workers: list[int]
     series: list[str]
     peers: list[str]
     profile_seconds: float
-    redis_url: str
+    redis_url: str | None
     chart: Path | None
     server_env: dict[str, str]
     variants: list[dict[str, str]]  # servers started in turn on the same data, compared
 
 
-def body(text: str, series: str) -> str:
+def body(text: str, series: str, plan: Plan) -> str:
     mode = series.split("-")[0]
-    return json.dumps({"query": text, "mode": mode, "max_results": 10})
+    return json.dumps({"query": text, "mode": mode, "max_results": WORKLOADS[plan.workload]})
 
 
 async def main(plan: Plan) -> None:
-    texts = TextSupply(distinct_texts())
+    texts = TextSupply(distinct_texts(long=plan.workload == "abstracts"))
     cached = texts.take(CACHED_TEXTS)
     async with bench_database(pool_size=4) as db:
-        local, loaded, tenant = await _load(db, plan.chunks)
+        if plan.workload == "abstracts":
+            local, loaded, tenant = await _load_abstracts(db, plan.documents)
+        else:
+            local, loaded, tenant = await _load(db, plan.chunks)
         results: dict[str, Any] = {
             "plan": {k: str(v) for k, v in asdict(plan).items()},
-            "chunks": plan.chunks,
+            "workload": plan.workload,
+            "max_results": WORKLOADS[plan.workload],
+            "chunks": plan.chunks if loaded is not None else tenant.stop,
             "tenant_chunks": tenant.stop - tenant.start,
             "cores": os.cpu_count(),
         }
@@ -129,6 +142,34 @@ async def _load(db: BenchDatabase, chunks: int) -> tuple[Any, Any, Any]:
     return local, loaded, tenant
 
 
+ABSTRACTS_TENANT = "abstracts"
+
+
+async def _load_abstracts(db: BenchDatabase, documents: int) -> tuple[Any, None, Any]:
+    """The first `documents` NFCorpus abstracts ingested into one tenant as `rag ingest` does
+    (batches of 50), their vectors from the local model's disk cache; the tenant as a slice
+    [0, its chunk count)."""
+    from bench.kit.corpus import corpus_input, corpus_vectors
+    from bench.kit.ingestion import ingest_stage
+    from bench.kit.synthetic import TenantSlice
+
+    local, chunker, embedder, corpus, _base = await corpus_vectors(db.settings)
+    log(f"ingesting {documents} abstracts")
+    inputs = [corpus_input(p.doc) for p in corpus[:documents]]
+    stage = await ingest_stage(
+        db, embedder, chunker, inputs, tenant_id=ABSTRACTS_TENANT, concurrency=1, batch=50
+    )
+    conn = await __import__("asyncpg").connect(db.superuser_url)
+    try:
+        await conn.execute("UPDATE tenants SET tier = 'enterprise' WHERE id = $1", ABSTRACTS_TENANT)
+        await conn.execute("VACUUM ANALYZE chunks")
+    finally:
+        await conn.close()
+    await db.engine.dispose()
+    log(f"  {stage['docs']} documents, {stage['chunks']} chunks")
+    return local, None, TenantSlice(ABSTRACTS_TENANT, "abstracts", 0, stage["chunks"])
+
+
 def _service_runs(
     db: BenchDatabase,
     plan: Plan,
@@ -138,7 +179,8 @@ def _service_runs(
     cached: list[str],
     variant: dict[str, str],
 ) -> list[dict[str, Any]]:
-    redis.Redis.from_url(plan.redis_url).flushdb()
+    if plan.redis_url:
+        redis.Redis.from_url(plan.redis_url).flushdb()
     assert db.server is not None, "the CPU of PostgreSQL is read from the embedded server"
     log(f"rag serve --workers {workers}")
     rows: list[dict[str, Any]] = []
@@ -152,7 +194,7 @@ def _service_runs(
             {
                 "service": ProcessTree(process.pid),
                 "postgres": ProcessTree(postmaster_pid(db.server.pgdata)),
-                "redis": RedisServer(plan.redis_url),
+                **({"redis": RedisServer(plan.redis_url)} if plan.redis_url else {}),
                 "wrk": ReapedChildren(),
             }
         )
@@ -160,18 +202,19 @@ def _service_runs(
             {f"worker {pid}": ProcessTree(pid) for pid in _worker_pids(process.pid)}
         )
         target = Target(url, "/api/rag/search", token)
-        _warm(target, cached, meter)
+        _warm(target, cached, meter, plan)
         for series in plan.series:
             rate = FIRST_RATE
             if series.endswith("-cached"):
-                _warm(target, cached, meter)
+                _warm(target, cached, meter, plan)
             for clients in plan.clients:
                 if series.endswith("-new"):
                     bodies = [
-                        body(t, series) for t in texts.take(int(rate * plan.seconds * HEADROOM))
+                        body(t, series, plan)
+                        for t in texts.take(int(rate * plan.seconds * HEADROOM))
                     ]
                 else:
-                    bodies = [body(t, series) for t in cached]
+                    bodies = [body(t, series, plan) for t in cached]
                 workers_meter.start()
                 result = run(target, bodies, clients=clients, seconds=plan.seconds, meter=meter)
                 per_worker = workers_meter.stop()
@@ -189,11 +232,11 @@ def _service_runs(
                     texts_of = texts.take(int(400 * plan.profile_seconds))
                 else:
                     texts_of = cached
-                    _warm(target, cached, meter)
+                    _warm(target, cached, meter, plan)
                 shares = profile.sample(
                     process.pid,
                     target,
-                    [body(t, series) for t in texts_of],
+                    [body(t, series, plan) for t in texts_of],
                     clients=16,
                     seconds=plan.profile_seconds,
                     keep=RESULTS / f"saturation-stacks-{series}.txt",
@@ -207,10 +250,10 @@ def _service_runs(
     return rows
 
 
-def _warm(target: Target, cached: list[str], meter: Meter) -> None:
+def _warm(target: Target, cached: list[str], meter: Meter, plan: Plan) -> None:
     """The cached texts in every worker's query cache (new texts since may have pushed them
     out), and the connections of 16 clients open."""
-    run(target, [body(t, "vector") for t in cached], clients=16, seconds=3, meter=meter)
+    run(target, [body(t, "vector", plan) for t in cached], clients=16, seconds=3, meter=meter)
 
 
 def _worker_pids(pid: int) -> list[int]:
@@ -281,14 +324,18 @@ def _print_alone(measured: dict[str, Any]) -> None:
 
 def parse(argv: list[str]) -> Plan:
     parser = argparse.ArgumentParser(prog="python -m bench.saturation", description=__doc__)
-    parser.add_argument("--chunks", type=int, default=100_000)
+    parser.add_argument("--workload", choices=sorted(WORKLOADS), default="synthetic")
+    parser.add_argument("--chunks", type=int, default=100_000, help="synthetic workload")
+    parser.add_argument("--documents", type=int, default=1500, help="abstracts workload")
     parser.add_argument("--seconds", type=float, default=10)
     parser.add_argument("--clients", default="1,4,16,64")
     parser.add_argument("--workers", default="1,2")
     parser.add_argument("--series", default=",".join(SERIES))
     parser.add_argument("--peers", default="chroma", help="comma-separated; '' for none")
     parser.add_argument("--profile", type=float, default=0, metavar="SECONDS")
-    parser.add_argument("--redis-url", default="redis://127.0.0.1:6379/13")
+    parser.add_argument(
+        "--redis-url", default="redis://127.0.0.1:6379/13", help="'' for none (in memory)"
+    )
     parser.add_argument("--chart", type=Path, default=None)
     parser.add_argument(
         "--server-env",
@@ -309,15 +356,20 @@ def parse(argv: list[str]) -> Plan:
     series = [s for s in args.series.split(",") if s]
     if unknown := set(series) - set(SERIES):
         parser.error(f"unknown series {sorted(unknown)}; known: {', '.join(SERIES)}")
+    peers = [p for p in args.peers.split(",") if p]
+    if peers and args.workload != "synthetic":
+        parser.error("--peers run on the synthetic workload's vectors: add --peers ''")
     return Plan(
+        workload=args.workload,
         chunks=args.chunks,
+        documents=args.documents,
         seconds=args.seconds,
         clients=[int(c) for c in args.clients.split(",")],
         workers=[int(w) for w in args.workers.split(",")],
         series=series,
-        peers=[p for p in args.peers.split(",") if p],
+        peers=peers,
         profile_seconds=args.profile,
-        redis_url=args.redis_url,
+        redis_url=args.redis_url or None,
         chart=args.chart,
         server_env=dict(item.split("=", 1) for item in args.server_env),
         variants=[
