@@ -137,6 +137,9 @@ class Settings(BaseSettings):
     embedding_query_prefix: str = ""
     embedding_passage_prefix: str = ""
     embedding_batch_size: int = Field(default=64, ge=1, le=2048)
+    # Queries waiting while the local model embeds one go together into its next inference,
+    # at most this many (1: one at a time); app/embeddings/batching.py
+    embedding_query_batch: int = Field(default=8, ge=1, le=256)
     # The local model's runtime. onnx and torch give the same vectors (cosine >= 0.9999, same
     # model id); onnx-int8 does not and is stored under `<model id>+int8`. The ONNX graph is
     # exported from the installed weights once, into RAG_CACHE_DIR/onnx (every data dir and

@@ -8,8 +8,10 @@ same vectors (cosine >= 0.9999, tests/embeddings/test_runtimes.py), so they shar
 Inference runs in worker threads, never on the event loop, in two lanes of one thread each:
 queries and documents. A query never waits behind a document batch: it runs alongside the
 batch in progress (torch releases the GIL), taking ~40 ms instead of waiting up to the ~2 s a
-64-document batch takes on two cores. Document batches are split into sub-batches of
-``embedding_batch_size``, so cancelling an ingest stops after the current sub-batch.
+64-document batch takes on two cores. Queries that arrive while a query inference runs go
+together into the next one (batching.py, up to ``embedding_query_batch``). Document batches
+are split into sub-batches of ``embedding_batch_size``, so cancelling an ingest stops after
+the current sub-batch.
 
 ``sentence_transformers`` (and torch, onnxruntime) are imported by ``load`` only: importing
 this module is cheap and works without the ``local`` extra installed. With a cached export the
@@ -30,6 +32,7 @@ import numpy as np
 import numpy.typing as npt
 
 from app.embeddings.base import EmbeddingConfigError, EmbeddingError, with_prefix
+from app.embeddings.batching import QueryBatcher
 from app.settings import EmbeddingRuntime, Settings
 
 log = logging.getLogger(__name__)
@@ -64,6 +67,7 @@ class LocalEmbedder:
         query_prefix: str = "",
         passage_prefix: str = "",
         batch_size: int = 64,
+        query_batch: int = 8,
         model_dir: Path | None = None,
         max_input_tokens: int | None = None,
     ) -> None:
@@ -77,6 +81,7 @@ class LocalEmbedder:
         self.max_input_tokens = max_input_tokens
         self._query_lane = anyio.CapacityLimiter(1)
         self._document_lane = anyio.CapacityLimiter(1)
+        self._queries = QueryBatcher(self._encode_queries, max_batch=query_batch)
         self._closed = False
 
     @classmethod
@@ -97,6 +102,7 @@ class LocalEmbedder:
             query_prefix=settings.embedding_query_prefix,
             passage_prefix=settings.embedding_passage_prefix,
             batch_size=settings.embedding_batch_size,
+            query_batch=settings.embedding_query_batch,
             model_dir=Path(name) if Path(name).is_dir() else None,
             max_input_tokens=_max_seq_length(model),
         )
@@ -141,11 +147,11 @@ class LocalEmbedder:
 
     async def embed_query(self, text: str) -> list[float]:
         self._ensure_open()
-        texts = with_prefix(self._query_prefix, [text])
-        [vector] = await anyio.to_thread.run_sync(
-            self.encode_blocking, texts, limiter=self._query_lane
-        )
-        return vector
+        [prefixed] = with_prefix(self._query_prefix, [text])
+        return await self._queries.embed(prefixed)
+
+    async def _encode_queries(self, texts: list[str]) -> list[list[float]]:
+        return await anyio.to_thread.run_sync(self.encode_blocking, texts, limiter=self._query_lane)
 
     async def embed_documents(self, texts: Sequence[str]) -> list[list[float]]:
         """Sub-batches of texts of similar length (longest first), so a batch pads little;
