@@ -136,10 +136,7 @@ def _run(run: Any) -> None:
 
 def _hand_down(settings: Settings, workers: int) -> None:
     """What the worker processes need and cannot find on their own: the database this process
-    resolved (embedded, started once), the token secret, how many share the rate limit, and
-    the local model's threads per inference: each worker its share of the cores (two workers
-    on two cores, one thread each: 125-130 new-text searches/s against 114-121 with two each,
-    docs/BENCHMARKS.md, "Real text, a small tenant"), unless RAG_EMBEDDING_THREADS is set."""
+    resolved (embedded, started once), the token secret, and how many share the rate limit."""
     if settings.database_url is not None:
         os.environ["RAG_DATABASE_URL"] = settings.database_url.get_secret_value()
     if settings.jwt_secret is not None:
@@ -149,7 +146,6 @@ def _hand_down(settings: Settings, workers: int) -> None:
             settings.migration_database_url.get_secret_value()
         )
     os.environ.setdefault("RAG_RATE_LIMIT_INSTANCES", str(workers))
-    os.environ.setdefault("RAG_EMBEDDING_THREADS", str(max(1, available_cores() // workers)))
 
 
 def default_workers(settings: Settings) -> int:
