@@ -37,6 +37,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+import asyncpg
 import redis
 
 from bench.kit.database import BenchDatabase, bench_database, search_tokens
@@ -134,12 +135,20 @@ async def _load(db: BenchDatabase, chunks: int) -> tuple[Any, Any, Any]:
     log(f"loading {chunks} chunks")
     loaded = await load_size(db, chunks, corpus, base, spec=Synthetic(), model_id=local.model_id)
     tenant = next(t for t in loaded.tenants if t.size_class == "50%")
-    conn = await __import__("asyncpg").connect(db.superuser_url)
+    await _as_superuser(db, tenant.tenant_id)
+    return local, loaded, tenant
+
+
+async def _as_superuser(db: BenchDatabase, tenant_id: str, *then: str) -> None:
+    """The searched tenant on the enterprise tier (its limit far above the load), then the
+    statements `then`."""
+    conn = await asyncpg.connect(db.superuser_url)
     try:
-        await conn.execute("UPDATE tenants SET tier = 'enterprise' WHERE id = $1", tenant.tenant_id)
+        await conn.execute("UPDATE tenants SET tier = 'enterprise' WHERE id = $1", tenant_id)
+        for statement in then:
+            await conn.execute(statement)
     finally:
         await conn.close()
-    return local, loaded, tenant
 
 
 ABSTRACTS_TENANT = "abstracts"
@@ -159,16 +168,10 @@ async def _load_abstracts(db: BenchDatabase, documents: int) -> tuple[Any, None,
     stage = await ingest_stage(
         db, embedder, chunker, inputs, tenant_id=ABSTRACTS_TENANT, concurrency=1, batch=50
     )
-    conn = await __import__("asyncpg").connect(db.superuser_url)
-    try:
-        await conn.execute("UPDATE tenants SET tier = 'enterprise' WHERE id = $1", ABSTRACTS_TENANT)
-        # every table the ingest wrote, vacuumed and analysed now and its pages written out:
-        # else autovacuum and the checkpointer do it during the first measurements (the
-        # "alone" SQL of a vector search measured 10 ms of PostgreSQL CPU then, 2 ms after)
-        await conn.execute("VACUUM ANALYZE")
-        await conn.execute("CHECKPOINT")
-    finally:
-        await conn.close()
+    # every table the ingest wrote, vacuumed and analysed now and its pages written out: else
+    # autovacuum and the checkpointer do it during the first measurements (the "alone" SQL of
+    # a vector search measured 10 ms of PostgreSQL CPU then, 2 ms after)
+    await _as_superuser(db, ABSTRACTS_TENANT, "VACUUM ANALYZE", "CHECKPOINT")
     await db.engine.dispose()
     log(f"  {stage['docs']} documents, {stage['chunks']} chunks")
     return local, None, TenantSlice(ABSTRACTS_TENANT, "abstracts", 0, stage["chunks"])
