@@ -23,6 +23,8 @@ from uvicorn.supervisors import Multiprocess
 
 from app.api.http_protocol import uvicorn_config
 from app.auth.keys import hmac_key_source
+from app.cli.listening import PORT_SHARING, PortReservation
+from app.cli.options import fail
 from app.embeddings.onnx_model import available_cores
 from app.main import create_app
 from app.observability.exposition import shared_between_workers
@@ -100,7 +102,8 @@ def run_server(
 ) -> None:
     """Serve until interrupted. `log_config` (a dictConfig dictionary, app/observability/logs.py)
     is applied again by uvicorn in each worker process. With `workers` > 1, uvicorn's
-    supervisor runs that many processes on one socket, each building the app from the
+    supervisor runs that many processes, each listening on the port with a socket of its own
+    (app/cli/listening.py), each building the app from the
     environment this process hands down (the database it started), their metrics shared
     through files (prometheus_client's multiprocess mode)."""
     shown = f"[{host}]" if ":" in host else host
@@ -122,11 +125,25 @@ def run_server(
             )
             if keys is not None:
                 _log.info("tokens: HMAC secret in %s", keys)
-            _run(_Supervisor(config, sockets=[config.bind_socket()]).run)
+            _supervise(config, host=host, port=port)
     else:
         config = uvicorn_config(create_app(settings), settings, **options)
         _run(_AnnouncingServer(config, base_url=base_url, keys=keys).run)
     _log.info("stopped")
+
+
+def _supervise(config: uvicorn.Config, *, host: str, port: int) -> None:
+    """The workers under uvicorn's supervisor, each on a socket of its own where the system
+    can share a port (app/cli/listening.py), else on the supervisor's one socket."""
+    if not PORT_SHARING:
+        _run(_Supervisor(config, sockets=[config.bind_socket()]).run)
+        return
+    try:
+        reservation = PortReservation(host, port)
+    except OSError as error:
+        fail(f"cannot listen on {host}:{port}: {error.strerror or error}")
+    with reservation:
+        _run(_Supervisor(config, sockets=reservation.worker_sockets()).run)
 
 
 def _run(run: Any) -> None:
