@@ -2,7 +2,7 @@
 numbers and of base64, one query vector and a batch.
 
     python -m bench.openai_bench [--dimensions 1536 384] [--batches 1 64] [--calls 40]
-        [--rounds 3] [--json OUT]
+        [--rounds 3] [--inline-max-bytes N] [--json OUT]
 
 A loopback OpenAI-compatible server (bench/kit/fake_openai.py, in its own process) answers;
 the client makes one call at a time on one event loop in this process. The paths:
@@ -19,7 +19,9 @@ loop's thread per call (``time.thread_time``: while it runs, no other request on
 moves), CPU of the whole process per call (worker threads included: what moving work off the
 loop costs in all), wall time per call (median), and, in a second pass with a 1 ms ticker on
 the loop, the longest the loop went without running the ticker during a call (median over
-``--calls // 4`` calls; the ticker's own 1 ms subtracted).
+``--calls // 4`` calls; the ticker's own 1 ms subtracted). ``--inline-max-bytes`` replaces
+``openai_reply.INLINE_MAX_BYTES``, the largest reply the embedder reads on the event loop (0:
+every reply in a worker thread), to measure where that line should be.
 """
 
 from __future__ import annotations
@@ -37,6 +39,7 @@ import numpy as np
 from openai import AsyncOpenAI, Omit, omit
 from openai.types import CreateEmbeddingResponse
 
+from app.embeddings import openai_reply
 from app.embeddings.openai_provider import OpenAIEmbedder, RetryPolicy
 from bench.kit.fake_openai import fake_openai
 from bench.kit.report import log, print_table, write_json
@@ -182,8 +185,10 @@ def main() -> None:
     parser.add_argument("--batches", type=int, nargs="+", default=[1, 64])
     parser.add_argument("--calls", type=int, default=40, help="per path, batch and round")
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--inline-max-bytes", type=int, default=openai_reply.INLINE_MAX_BYTES)
     parser.add_argument("--json", type=Path)
     args = parser.parse_args()
+    openai_reply.INLINE_MAX_BYTES = args.inline_max_bytes
 
     samples: list[Sample] = []
     for dimensions in args.dimensions:
@@ -200,7 +205,9 @@ def main() -> None:
         "wall ms/call",
         "longest loop stall ms",
     ]
-    print_table("OpenAI embedder, loopback server, one call at a time", header, table(samples))
+    title = "OpenAI embedder, loopback server, one call at a time"
+    title += f"; replies read on the event loop up to {args.inline_max_bytes:,} bytes"
+    print_table(title, header, table(samples))
     payload = {"args": vars(args), "samples": [asdict(s) for s in samples]}
     path = write_json("openai_bench", payload)
     if args.json:
