@@ -5,7 +5,7 @@ the embedder asks for) or a list of numbers (what some compatible servers send w
 asked). A reply that is not one raises ``EmbeddingError`` saying what is wrong with it; vectors
 of another length than configured raise ``EmbeddingConfigError`` naming the setting.
 
-Parsing 64 vectors of 1536 numbers takes ~100 ms of CPU, their base64 ~10 ms
+Reading 64 vectors of 1536 JSON numbers costs ~60 ms of CPU, their base64 under 10 ms
 (docs/BENCHMARKS.md, "OpenAI embeddings: base64 off the event loop"): the embedder runs this
 module in a worker thread for replies over ``INLINE_MAX_BYTES``, on the event loop for smaller
 ones (one query's vector), where a thread's hand-off would cost more than it saves.
@@ -21,7 +21,8 @@ import numpy.typing as npt
 
 from app.embeddings.base import EmbeddingConfigError, EmbeddingError
 
-# ~ one 1536-dimension vector as JSON numbers (~32 KB) or four as base64 (~8 KB each)
+# a query's vector in base64 stays on the loop (1536 dimensions ~8 KB, 3072 ~16 KB); as JSON
+# numbers, a 1536-dimension one (~32 KB, ~1 ms to read) goes to a thread
 INLINE_MAX_BYTES = 24_000
 
 Vector = npt.NDArray[np.float32] | npt.NDArray[np.float64]
