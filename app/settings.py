@@ -153,6 +153,9 @@ class Settings(BaseSettings):
     openai_base_url: str | None = None
     openai_timeout_seconds: float = Field(default=30.0, gt=0)
     openai_max_retries: int = Field(default=5, ge=0)
+    # how vectors come back: base64 float32 (~4x smaller, read with numpy) or JSON numbers, for a
+    # compatible server that refuses base64 (one that answers numbers anyway needs no change)
+    openai_encoding_format: Literal["base64", "float"] = "base64"
 
     tokenizer_file: Path | None = None  # default: the local model's tokenizer.json
     context_token_counter: Literal["tokenizer", "approx"] = "tokenizer"

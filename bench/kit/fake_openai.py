@@ -1,10 +1,14 @@
 """An OpenAI-compatible embeddings server on loopback, in its own process: POST /v1/embeddings
 answers each input with a deterministic unit vector (seeded by the text's hash), so the
-service's HTTP embedder can be measured without a model. `python -m bench.kit.fake_openai
-PORT DIMENSIONS` runs it; `fake_openai(dimensions)` starts one and yields its base URL."""
+service's HTTP embedder can be measured without a model. Vectors come as base64 float32 when
+the request asks for ``encoding_format: base64``, else as JSON numbers; under
+``/floats/v1/embeddings`` always as numbers, like the compatible servers that ignore the
+format asked for. `python -m bench.kit.fake_openai PORT DIMENSIONS` runs it;
+`fake_openai(dimensions)` starts one and yields its base URL."""
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import subprocess
 import sys
@@ -31,19 +35,41 @@ def fake_vector(text: str, dimensions: int) -> list[float]:
     return rows
 
 
+def encoded(vector: list[float], encoding_format: object) -> list[float] | str:
+    if encoding_format != "base64":
+        return vector
+    return base64.b64encode(np.asarray(vector, dtype="<f4").tobytes()).decode()
+
+
 def app(dimensions: int) -> Starlette:
-    async def embeddings(request: Request) -> Response:
+    async def answer(request: Request, *, floats_only: bool) -> Response:
         body = await request.json()
         inputs = body["input"]
+        encoding_format = None if floats_only else body.get("encoding_format")
         data = [
-            {"object": "embedding", "index": i, "embedding": fake_vector(text, dimensions)}
+            {
+                "object": "embedding",
+                "index": i,
+                "embedding": encoded(fake_vector(text, dimensions), encoding_format),
+            }
             for i, text in enumerate(inputs)
         ]
         usage = {"prompt_tokens": len(inputs), "total_tokens": len(inputs)}
         reply = {"object": "list", "data": data, "model": body["model"], "usage": usage}
         return JSONResponse(reply)
 
-    return Starlette(routes=[Route("/v1/embeddings", embeddings, methods=["POST"])])
+    async def embeddings(request: Request) -> Response:
+        return await answer(request, floats_only=False)
+
+    async def floats(request: Request) -> Response:
+        return await answer(request, floats_only=True)
+
+    return Starlette(
+        routes=[
+            Route("/v1/embeddings", embeddings, methods=["POST"]),
+            Route("/floats/v1/embeddings", floats, methods=["POST"]),
+        ]
+    )
 
 
 @contextmanager

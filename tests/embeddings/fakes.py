@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import asyncio
-import base64
 import hashlib
+from base64 import b64encode
 from collections import deque
 from collections.abc import Sequence
 from dataclasses import dataclass, field, fields
@@ -86,21 +86,26 @@ class FakeSentenceModel:
 
 @dataclass
 class ScriptedReply:
+    """One reply given as it is: ``body`` as JSON, or ``raw`` bytes when set."""
+
     status: int
     headers: dict[str, str] = field(default_factory=dict)
     body: dict[str, object] = field(
         default_factory=lambda: {"error": {"message": "scripted failure", "type": "server_error"}}
     )
+    raw: bytes | None = None
 
 
 @dataclass
 class FakeOpenAI:
-    """Speaks ``POST /v1/embeddings`` like OpenAI; scripted replies go first."""
+    """Speaks ``POST /v1/embeddings`` like OpenAI; scripted replies go first. ``floats_only``
+    answers numbers whatever ``encoding_format`` asks, as some compatible servers do."""
 
     api_key: str = "test-key"
     native_dimensions: int = 1536
     force_dimensions: int | None = None
     reverse: bool = False
+    floats_only: bool = False
     delay: float = 0.0
     scripted: deque[ScriptedReply] = field(default_factory=deque)
     requests: list[dict[str, object]] = field(default_factory=list)
@@ -120,6 +125,8 @@ class FakeOpenAI:
             return JSONResponse({"error": error}, status_code=401)
         if self.scripted:
             reply = self.scripted.popleft()
+            if reply.raw is not None:
+                return Response(reply.raw, status_code=reply.status, headers=reply.headers)
             return JSONResponse(reply.body, status_code=reply.status, headers=reply.headers)
         return JSONResponse(self._answer(body))
 
@@ -132,7 +139,7 @@ class FakeOpenAI:
             {
                 "object": "embedding",
                 "index": index,
-                "embedding": self._encode(text, dimensions, body),
+                "embedding": self._encode(text, dimensions, base64=self._base64(body)),
             }
             for index, text in enumerate(inputs)
         ]
@@ -141,10 +148,13 @@ class FakeOpenAI:
         usage = {"prompt_tokens": len(inputs), "total_tokens": len(inputs)}
         return {"object": "list", "data": data, "model": body["model"], "usage": usage}
 
+    def _base64(self, body: dict[str, object]) -> bool:
+        return body.get("encoding_format") == "base64" and not self.floats_only
+
     @staticmethod
-    def _encode(text: str, dimensions: int, body: dict[str, object]) -> list[float] | str:
+    def _encode(text: str, dimensions: int, *, base64: bool) -> list[float] | str:
         vector = fake_vector(text, dimensions)
-        if body.get("encoding_format") == "base64":
-            return base64.b64encode(vector.astype(np.float32).tobytes()).decode()
+        if base64:
+            return b64encode(vector.astype("<f4").tobytes()).decode()
         rows: list[float] = vector.tolist()
         return rows

@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import base64
+import threading
 from collections.abc import AsyncIterator, Callable
+from typing import Any
 
+import numpy as np
 import pytest
-from openai import AsyncOpenAI
 
+from app.embeddings import openai_reply
 from app.embeddings.base import Embedder, EmbeddingConfigError, EmbeddingError
 from app.embeddings.openai_provider import (
     OpenAIEmbedder,
@@ -80,7 +84,7 @@ async def test_embeds_through_the_wire_format(fake_openai: FakeOpenAI, make: Mak
     assert request["model"] == "text-embedding-3-small"
     assert request["input"] == ["hello"]
     assert request["dimensions"] == 384
-    assert request["encoding_format"] == "float"
+    assert request["encoding_format"] == "base64"
 
 
 async def test_dimensions_are_sent_only_where_they_are_understood(
@@ -110,23 +114,88 @@ async def test_results_are_ordered_by_index(fake_openai: FakeOpenAI, make: Make)
     assert vectors == [pytest.approx(unit(fake_vector(f"passage: {t}", 384))) for t in texts]
 
 
-async def test_base64_answers_are_decoded(openai_url: str) -> None:
-    client = AsyncOpenAI(api_key="test-key", base_url=openai_url, max_retries=0)
-    embedder = OpenAIEmbedder(
-        client, model="text-embedding-3-small", dimensions=64, retry=RetryPolicy(attempts=1)
-    )
-    embedder_b64 = OpenAIEmbedder(
-        client,
-        model="text-embedding-3-small",
-        dimensions=64,
-        retry=RetryPolicy(attempts=1),
-        encoding_format="base64",
-    )
-    try:
-        plain, packed = await embedder.embed_query("x"), await embedder_b64.embed_query("x")
-    finally:
-        await client.close()
-    assert packed == pytest.approx(plain, abs=1e-6)
+async def test_base64_vectors_equal_the_float_ones_within_float32_precision(
+    fake_openai: FakeOpenAI, make: Make
+) -> None:
+    texts = ["first", "second", "third"]
+    packed = await make().embed_documents(texts)
+    plain = await make(openai_encoding_format="float").embed_documents(texts)
+    assert [request["encoding_format"] for request in fake_openai.requests] == ["base64", "float"]
+    assert plain == [pytest.approx(unit(fake_vector(t, 384)), rel=1e-12) for t in texts]
+    assert packed == [pytest.approx(vector, rel=1e-6, abs=1e-7) for vector in plain]
+    assert packed != plain  # float32 on the wire, float64 in JSON numbers
+
+
+async def test_a_server_answering_floats_to_a_base64_request_still_works(
+    fake_openai: FakeOpenAI, make: Make
+) -> None:
+    fake_openai.floats_only = True
+    texts = ["one", "two"]
+    assert await make().embed_documents(texts) == [
+        pytest.approx(unit(fake_vector(t, 384))) for t in texts
+    ]
+    assert fake_openai.requests[0]["encoding_format"] == "base64"
+
+
+async def test_a_batch_is_decoded_off_the_event_loop_and_a_query_on_it(
+    fake_openai: FakeOpenAI, make: Make, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    threads: list[int] = []
+    decode = openai_reply.unit_vectors
+
+    def spy(body: bytes, **kwargs: Any) -> list[list[float]]:
+        threads.append(threading.get_ident())
+        return decode(body, **kwargs)
+
+    monkeypatch.setattr(openai_reply, "unit_vectors", spy)
+    embedder = make()
+    await embedder.embed_query("one query")
+    await embedder.embed_documents([f"passage {i}" for i in range(64)])
+    assert threads[0] == threading.get_ident() != threads[1]
+
+
+def reply_with(embedding: object, **item: object) -> dict[str, object]:
+    data = [{"object": "embedding", "index": 0, "embedding": embedding, **item}]
+    return {"object": "list", "data": data, "model": "text-embedding-3-small"}
+
+
+def packed(values: list[float]) -> str:
+    return base64.b64encode(np.asarray(values, dtype="<f4").tobytes()).decode()
+
+
+@pytest.mark.parametrize(
+    ("reply", "message"),
+    [
+        (ScriptedReply(200, raw=b"<html>gateway</html>"), "not JSON"),
+        (ScriptedReply(200, body={"object": "list"}), "no `data` list"),
+        (ScriptedReply(200, body=reply_with(packed([0.5] * 384), index=None)), "`index`"),
+        (ScriptedReply(200, body=reply_with("@@not base64@@")), "not valid base64"),
+        (ScriptedReply(200, body=reply_with("AAAAAAA=")), "5 bytes"),
+        (ScriptedReply(200, body=reply_with(["a"] * 384)), "not a list of numbers"),
+        (ScriptedReply(200, body=reply_with([[0.5]] * 384)), "not a list of numbers"),
+        (ScriptedReply(200, body=reply_with({"values": [0.5]})), "neither"),
+        (ScriptedReply(200, body=reply_with(packed([float("nan")] * 384))), "not finite"),
+    ],
+)
+async def test_a_malformed_reply_is_an_embedding_error(
+    fake_openai: FakeOpenAI, make: Make, reply: ScriptedReply, message: str
+) -> None:
+    fake_openai.scripted.append(reply)
+    with pytest.raises(EmbeddingError, match=message) as caught:
+        await make().embed_query("garbled")
+    assert not isinstance(caught.value, EmbeddingConfigError)
+    assert "unreadable reply" in caught.value.detail
+    assert len(fake_openai.requests) == 1
+
+
+async def test_a_reply_with_too_few_or_too_many_vectors_is_refused(
+    fake_openai: FakeOpenAI, make: Make
+) -> None:
+    twice = reply_with(packed([0.5] * 384))
+    twice["data"] = [*twice["data"], *twice["data"]]  # type: ignore[misc]
+    fake_openai.scripted.append(ScriptedReply(200, body=twice))
+    with pytest.raises(EmbeddingError, match="answered 2 vectors for 1 inputs"):
+        await make().embed_query("once")
 
 
 @pytest.mark.parametrize(
@@ -203,10 +272,17 @@ async def test_an_unreachable_server_is_retried_then_503(dead_url: str, make: Ma
     assert len(sleep.waits) == 2
 
 
-async def test_a_dimension_mismatch_names_the_setting(fake_openai: FakeOpenAI, make: Make) -> None:
+@pytest.mark.parametrize(
+    ("encoding_format", "floats_only"), [("base64", False), ("base64", True), ("float", False)]
+)
+async def test_a_dimension_mismatch_names_the_setting(
+    fake_openai: FakeOpenAI, make: Make, encoding_format: str, floats_only: bool
+) -> None:
     fake_openai.force_dimensions = 1536
+    fake_openai.floats_only = floats_only
+    embedder = make(openai_encoding_format=encoding_format)
     with pytest.raises(EmbeddingConfigError, match="RAG_EMBEDDING_DIMENSIONS=1536"):
-        await make().embed_query("too wide")
+        await embedder.embed_query("too wide")
 
 
 async def test_empty_text_is_refused_before_any_request(
