@@ -2,7 +2,7 @@
 
     python -m bench.saturation [--workload synthetic|abstracts] [--chunks 100000]
         [--documents 1500] [--seconds 10] [--clients 1,4,16,64] [--workers 1,2]
-        [--series vector-new,vector-cached,keyword,hybrid-new,hybrid-cached]
+        [--series vector-new,vector-cached,keyword,hybrid-new,hybrid-cached[,healthz]]
         [--peers chroma] [--profile 15] [--redis-url URL | --redis-url '']
 
 `rag serve --workers N`, one Redis for the rate limit (`--redis-url ''`: none, each worker
@@ -14,13 +14,15 @@ abstracts ingested by the service's own pipeline (titles, chunks, keyword vector
 queries and runs of 20 words, `max_results` 5. The searched tenant is on the enterprise tier,
 its limit far above the offered load. "new" series send a text no worker has seen (its
 query embedding computed by the local model), "cached" ones cycle through 100 warmed texts,
-keyword never embeds. Each run reports searches/s, P50/P95/P99, errors and the CPU time per
-search of the service's processes, of PostgreSQL's, of Redis and of wrk; `utilisation` is
+keyword never embeds; `healthz` (asked for by name) is `GET /healthz`, the cost of the HTTP
+stack and its middleware around a request that does nothing. Each run reports searches/s,
+P50/P95/P99, errors and the CPU time per search of the service's processes, of PostgreSQL's,
+of Redis and of wrk; `utilisation` is
 searches/s x CPU s per search / cores. In the same run, measured alone: the local model's
 CPU per query embedding, and the CPU per search of the retrieval code and of PostgreSQL
 when the service's search runs in this process, one at a time. `--peers chroma` adds
 Chroma's HTTP server (`chroma run`) on the same vectors, query vectors given, the tenant as a
-metadata filter. `--profile S` samples one worker for S seconds at 16 clients of vector-new
+metadata filter. `--profile S` samples one worker for S seconds at 16 clients of each series
 (py-spy) and sums its stacks by part of the hot path. Results: JSON in bench/results/, a
 chart with --chart.
 """
@@ -58,7 +60,8 @@ from bench.saturation.report import chart, run_table
 from bench.saturation.texts import TextSupply, distinct_texts
 from bench.saturation.wrk import RunResult, Target, run
 
-SERIES = ("vector-new", "vector-cached", "keyword", "hybrid-new", "hybrid-cached")
+SERIES = ("vector-new", "vector-cached", "keyword", "hybrid-new", "hybrid-cached", "healthz")
+DEFAULT_SERIES = SERIES[:-1]  # healthz: the cost of a request that does nothing, on request
 WORKLOADS = {"synthetic": 10, "abstracts": 5}  # max_results of each
 CACHED_TEXTS = 50  # half the service's query cache (RAG_QUERY_CACHE_SIZE, 100)
 HEADROOM = 1.6  # new texts per cell: the last rate of the series x seconds x this
@@ -208,12 +211,13 @@ def _service_runs(
         workers_meter = Meter(
             {f"worker {pid}": ProcessTree(pid) for pid in _worker_pids(process.pid)}
         )
-        target = Target(url, "/api/rag/search", token)
-        _warm(target, cached, meter, plan)
+        searches = Target(url, "/api/rag/search", token)
+        _warm(searches, cached, meter, plan)
         for series in plan.series:
+            target = Target(url, "/healthz", method="GET") if series == "healthz" else searches
             rate = FIRST_RATE
             if series.endswith("-cached"):
-                _warm(target, cached, meter, plan)
+                _warm(searches, cached, meter, plan)
             for clients in plan.clients:
                 if series.endswith("-new"):
                     bodies = [
@@ -234,12 +238,13 @@ def _service_runs(
                 )
                 _print_run(rows[-1])
         if plan.profile_seconds and workers == max(plan.workers):
-            for series in ("vector-new", "vector-cached"):
+            for series in plan.series:
+                target = Target(url, "/healthz", method="GET") if series == "healthz" else searches
                 if series.endswith("-new"):
                     texts_of = texts.take(int(400 * plan.profile_seconds))
                 else:
                     texts_of = cached
-                    _warm(target, cached, meter, plan)
+                    _warm(searches, cached, meter, plan)
                 shares = profile.sample(
                     process.pid,
                     target,
@@ -337,7 +342,7 @@ def parse(argv: list[str]) -> Plan:
     parser.add_argument("--seconds", type=float, default=10)
     parser.add_argument("--clients", default="1,4,16,64")
     parser.add_argument("--workers", default="1,2")
-    parser.add_argument("--series", default=",".join(SERIES))
+    parser.add_argument("--series", default=",".join(DEFAULT_SERIES))
     parser.add_argument("--peers", default="chroma", help="comma-separated; '' for none")
     parser.add_argument("--profile", type=float, default=0, metavar="SECONDS")
     parser.add_argument(

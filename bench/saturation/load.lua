@@ -1,14 +1,19 @@
 -- wrk script: POST one JSON body per request, taken in turn from a file (one body per line),
--- so that every request of a run can carry a text the server has not seen. At the end,
--- print one JSON line with the counts and the latency percentiles (microseconds).
---   wrk -s load.lua URL -- PATH TOKEN BODIES_FILE
+-- so that every request of a run can carry a text the server has not seen; or GET the path
+-- (METHOD GET, the file's lines ignored). At the end, print one JSON line with the counts and
+-- the latency percentiles (microseconds).
+--   wrk -s load.lua URL -- PATH TOKEN BODIES_FILE [METHOD]
 local bodies = {}
 local next_body = 0
-local path, headers
+local path, headers, method
 
 function init(args)
    path = args[1]
-   headers = { ["Content-Type"] = "application/json" }
+   method = args[4] or "POST"
+   headers = {}
+   if method == "POST" then
+      headers["Content-Type"] = "application/json"
+   end
    if args[2] ~= "" then
       headers["Authorization"] = "Bearer " .. args[2]
    end
@@ -18,6 +23,9 @@ function init(args)
 end
 
 function request()
+   if method ~= "POST" then
+      return wrk.format(method, path, headers)
+   end
    next_body = next_body + 1
    local body = bodies[((next_body - 1) % #bodies) + 1]
    return wrk.format("POST", path, headers, body)

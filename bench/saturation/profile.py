@@ -49,7 +49,7 @@ def sample(
     py_spy = shutil.which("py-spy") or str(Path(sys.executable).with_name("py-spy"))
     if not Path(py_spy).exists():
         raise SystemExit("--profile needs py-spy: pip install py-spy")
-    worker = worker_pids(pid)[0]
+    worker = (worker_pids(pid) or [pid])[0]  # one worker: `rag serve` serves in its own process
     with tempfile.TemporaryDirectory() as scratch:
         out = Path(scratch) / "stacks.txt"
         command = [

@@ -22,6 +22,7 @@ class Target:
     base_url: str
     path: str
     token: str = ""
+    method: str = "POST"  # GET: the bodies are not sent
 
 
 @dataclass(frozen=True, slots=True)
@@ -92,6 +93,7 @@ def run(
         target.path,
         target.token,
         file.name,
+        target.method,
     ]
     try:
         meter.start()
