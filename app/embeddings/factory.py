@@ -26,13 +26,20 @@ import anyio
 
 from app.embeddings.base import Embedder, EmbeddingConfigError, EmbeddingError
 from app.embeddings.cache import CachedEmbedder
-from app.embeddings.openai_provider import OpenAIEmbedder
 from app.settings import EmbeddingProvider, EmbeddingRuntime, Settings
 
 log = logging.getLogger(__name__)
 
 LocalLoader = Callable[[Settings], Embedder]
 OpenAIBuilder = Callable[[Settings], Embedder]
+
+
+def build_openai(settings: Settings) -> Embedder:
+    """The OpenAI(-compatible) embedder; imports the SDK (about a second) only when asked for:
+    the commands that never embed, and the local model, do without it."""
+    from app.embeddings.openai_provider import OpenAIEmbedder
+
+    return OpenAIEmbedder.from_settings(settings)
 
 
 def load_local(settings: Settings) -> Embedder:
@@ -46,7 +53,7 @@ async def build_embedder(
     settings: Settings,
     *,
     local_loader: LocalLoader = load_local,
-    openai_builder: OpenAIBuilder = OpenAIEmbedder.from_settings,
+    openai_builder: OpenAIBuilder = build_openai,
     probe_timeout: float = 5.0,
 ) -> CachedEmbedder:
     """The configured embedder behind the query cache; log which provider and why."""

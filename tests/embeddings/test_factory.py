@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import logging
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -176,3 +178,14 @@ async def test_the_local_runtime_comes_from_the_environment(
         assert len(await embedder.embed_query("vitamin d")) == 32
     finally:
         await embedder.aclose()
+
+
+def test_the_openai_sdk_is_imported_only_when_its_embedder_is_built() -> None:
+    """It takes about a second to import: every in-process `rag` command paid for it, and the
+    local model never needs it (app/embeddings/factory.py `build_openai`)."""
+    probe = "import sys, app.cli.local, app.main; print('openai' in sys.modules)"
+    done = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "False"
