@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import itertools
+import os
 import shutil
 import socket
 import tempfile
@@ -28,11 +30,30 @@ def scratch_directory(prefix: str) -> Iterator[Path]:
         shutil.rmtree(directory, ignore_errors=True)
 
 
+# Ports handed to the servers the tests start: each pytest-xdist worker (and the controller,
+# or a run without xdist) takes from a block of its own, below Linux's ephemeral range
+# (32768-60999) where no outgoing connection lands. A port asked of the kernel (bind to 0)
+# could be handed to another worker's server between our check and our server's bind, and
+# our readiness poll then got its 200 from that server (seen in CI: `rag serve` was sent
+# Ctrl-C while it was still importing).
+FIRST_PORT, BLOCK = 20_000, 1_000
+_taken = itertools.count()
+
+
 def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
+    """A port free now that no other test process hands out."""
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "")  # "gw0", "gw1"... or none
+    block = int(worker[2:]) + 1 if worker[2:].isdigit() else 0
+    start = FIRST_PORT + (block % 12) * BLOCK
+    for _ in range(BLOCK):
+        port = start + next(_taken) % BLOCK
+        with socket.socket() as sock:
+            try:
+                sock.bind(("127.0.0.1", port))
+            except OSError:
+                continue  # in use, or still in TIME_WAIT from an earlier server
+            return port
+    raise RuntimeError(f"no free port in {start}-{start + BLOCK - 1}")
 
 
 def wait_healthy(url: str, timeout: float = 240) -> bool:
