@@ -2,19 +2,23 @@
 
 - the service in process (`app.retrieval.search` with its settings' defaults, as the runtime
   role under RLS) and over HTTP (a live `rag serve`);
-- an embedded Chroma with a tenant metadata filter;
+- embedded Chroma, in one collection with a tenant metadata filter and with a collection per
+  tenant; LanceDB with a table per tenant; Milvus Lite with the tenant as a partition key
+  (bench/peers/chroma.py, lance.py, milvus.py: each store's layout and index);
 - numpy brute force in memory;
 - pgvector exact scan (no index: the tenant's rows sorted by distance);
 - the naive approach: load the tenant's embeddings from the database, cosine in numpy;
 
-latency P50/P95/P99 with 1, 4 and 16 clients and recall@10 per tenant size (50%, 10%, 1%,
-0.1% of the rows) against exact search, at each size; recall against ef_search; ingestion
-split into parse, embed and store; HNSW build time and size (vector and halfvec). Writes
-report.md (tables, each figure beside its ratio to the service), results.json and PNG charts.
+latency P50/P95/P99 and searches/s with 1, 4 and 16 clients and recall@10 per tenant size
+(50%, 10%, 1%, 0.1% of the rows) against exact search, at each size; recall against
+ef_search; ingestion split into parse, embed and store; HNSW build time and size (vector and
+halfvec), each store's load time and size. Writes report.md (tables, each figure beside its
+ratio to the service), results.json and PNG charts.
 
     python -m bench --quick                      # CI: one small size, about a minute
     python -m bench                              # 10k and 100k chunks, into docs/bench/
     python -m bench --sizes 10000,100000,1000000 --out docs/bench
+    python -m bench --stores lancedb              # of the stores, only those named ('' none)
 """
 
 from __future__ import annotations
@@ -41,9 +45,11 @@ from bench.kit.server import ApiClient, serve
 from bench.kit.stats import latency_summary, quantile
 from bench.kit.synthetic import CLASSES, Synthetic, load_size
 from bench.peers import engines as peers
+from bench.peers.chroma import ChromaPerTenant, ChromaShared
 from bench.peers.ingest import index_builds, parse_and_embed, store_rows
 from bench.peers.measure import Budget, latency_rows, run_cell, sweep_rows, warm_up
 from bench.peers.report import write_report
+from bench.peers.store import PeerStore
 from bench.peers.workload import Job, Workload, build_workload, jobs_for
 
 
@@ -59,7 +65,26 @@ class Plan:
     store_docs: int
     budget: Budget
     http: bool
+    stores: list[str]  # of STORES, beside the shared Chroma collection (always measured)
     out: Path
+
+
+def open_store(name: str) -> PeerStore:
+    """A peer store by its option name; each module imported only when asked for."""
+    if name == "chroma-per-tenant":
+        return ChromaPerTenant()
+    if name == "lancedb":
+        from bench.peers.lance import LanceDbPerTenant
+
+        return LanceDbPerTenant()
+    if name == "milvus-lite":
+        from bench.peers.milvus import MilvusLitePartitionKey
+
+        return MilvusLitePartitionKey()
+    raise ValueError(f"unknown store {name!r}: {', '.join(STORES)}")
+
+
+STORES = ("chroma-per-tenant", "lancedb", "milvus-lite")
 
 
 def plan_of(args: argparse.Namespace) -> Plan:
@@ -78,6 +103,7 @@ def plan_of(args: argparse.Namespace) -> Plan:
         store_docs=args.store_docs or (30 if quick else 300),
         budget=Budget(seconds=args.cell_seconds or (1.0 if quick else 20.0), min_jobs=10),
         http=not args.skip_http,
+        stores=[s for s in args.stores.split(",") if s],
         out=out,
     )
 
@@ -163,11 +189,13 @@ async def measure_sizes(
     results: dict[str, Any],
     url: str | None,
 ) -> None:
-    chroma = peers.ChromaEngine()
+    chroma = ChromaShared()
+    stores: list[PeerStore] = []
     clients = max(plan.clients)
     exact_pool = await peers.open_pool(db.superuser_url, clients, enable_indexscan="off")
     naive_pool = await peers.open_pool(db.superuser_url, clients)
     try:
+        stores += [open_store(name) for name in plan.stores]
         async with ApiClient(url or "http://127.0.0.1") as client:
             for size in plan.sizes:
                 await measure_size(
@@ -176,7 +204,7 @@ async def measure_sizes(
                     workload,
                     chunker,
                     size,
-                    chroma,
+                    [chroma, *stores],
                     (exact_pool, naive_pool),
                     client if url else None,
                     results,
@@ -184,11 +212,13 @@ async def measure_sizes(
                 plan.out.mkdir(parents=True, exist_ok=True)
                 partial = plan.out / "results.partial.json"
                 partial.write_text(json.dumps(results, indent=2, default=str))
-        results["chroma_hnsw"] = chroma.configuration()
+        results["chroma_hnsw"] = chroma.describe()
+        results["peer_stores"] = {store.name: store.describe() for store in stores}
     finally:
         await exact_pool.close()
         await naive_pool.close()
-        chroma.close()
+        for store in [chroma, *stores]:
+            store.close()
 
 
 async def measure_size(
@@ -197,7 +227,7 @@ async def measure_size(
     workload: Workload,
     chunker: Any,
     size: int,
-    chroma: peers.ChromaEngine,
+    stores: list[PeerStore],
     pools: tuple[Any, Any],
     client: ApiClient | None,
     results: dict[str, Any],
@@ -207,9 +237,12 @@ async def measure_size(
     loaded = await load_size(
         db, size, workload.corpus, workload.base, spec=spec, model_id=workload.stub.model_id
     )
-    log(f"size {size}: Chroma collection and the halfvec index")
-    chroma_build = chroma.load(loaded)
-    results["index_builds"] += await index_builds(db, loaded, chroma_build)
+    builds = []
+    for store in stores:
+        log(f"size {size}: loading {store.name}")
+        builds.append((store.name, store.load(loaded)))
+    log(f"size {size}: the halfvec index")
+    results["index_builds"] += await index_builds(db, loaded, builds)
     results.setdefault("load", {})[str(size)] = loaded.timings
     exact = peers.PgExactEngine(pools[0])
     engines: list[peers.Engine] = [peers.ServiceEngine(db, workload.stub)]
@@ -217,7 +250,7 @@ async def measure_size(
         tokens = search_tokens(db.settings, [t.tenant_id for t in loaded.tenants], ttl_seconds=7200)
         engines.append(peers.HttpEngine(client, tokens))
     engines += [
-        chroma,
+        *stores,
         peers.NumpyEngine(loaded),
         exact,
         peers.NaiveEngine(pools[1]),
@@ -241,6 +274,8 @@ async def measure_size(
         service_sweep, jobs, sweep_budget, size=size, label="service"
     )
     prepared = workload.corpus[: plan.store_docs]
+    chroma = stores[0]
+    assert isinstance(chroma, ChromaShared)
     results["store"] += await store_rows(db, chunker, workload, prepared, chroma, size=size)
 
 
@@ -271,7 +306,7 @@ async def versions(db: BenchDatabase) -> dict[str, str]:
         "python": platform.python_version(),
         "PostgreSQL": str(server),
         "pgvector": str(pgvector),
-        "chromadb": version("chromadb"),
+        **{name: version(name) for name in ("chromadb", "lancedb", "pymilvus", "milvus-lite")},
         "numpy": version("numpy"),
         "torch": version("torch"),
         "sentence-transformers": version("sentence-transformers"),
@@ -308,6 +343,11 @@ def main() -> None:
     parser.add_argument("--store-docs", type=int, help="documents written per store path")
     parser.add_argument("--cell-seconds", type=float, help="a cell stops taking jobs after this")
     parser.add_argument("--skip-http", action="store_true")
+    parser.add_argument(
+        "--stores",
+        default=",".join(STORES),
+        help=f"peer stores beside the shared Chroma collection (default {','.join(STORES)})",
+    )
     parser.add_argument("--out", type=Path, help="report directory (default docs/bench)")
     parser.add_argument(
         "--report-from", type=Path, help="only rewrite report and charts from a results.json"

@@ -1,20 +1,18 @@
-"""The searchers compared: this service (in process and over HTTP) and its alternatives.
+"""The searchers compared: this service (in process and over HTTP), numpy and PostgreSQL;
+the other stores beside them (Chroma, LanceDB, Milvus Lite) are in chroma.py, lance.py and
+milvus.py, on store.py's protocol.
 
 Each answers `search(tenant, query)` with the ids of the tenant's 10 nearest chunks by
 cosine. The service is called only through public functions with its settings' defaults
 (`search_request` builds the request every door builds, so a change of default search
 parameters shows here without touching this file); the threshold is dropped because no peer
-has one. Peers that block (numpy, Chroma) run on threads; the others on the event loop.
+has one. Peers that block (numpy, the stores) run on threads; the others on the event loop.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import shutil
-import tempfile
-import time
-from pathlib import Path
-from typing import Any, Protocol
+from typing import Protocol
 
 import asyncpg
 import numpy as np
@@ -180,70 +178,3 @@ class NaiveEngine:
         matrix = np.stack([r[1].to_numpy() for r in rows]).astype(np.float32)
         scores = (matrix @ query.vector) / np.linalg.norm(matrix, axis=1)
         return top_ids(scores, [str(r[0]) for r in rows])
-
-
-class ChromaEngine:
-    """An embedded Chroma (PersistentClient in a temporary directory, no embedding function:
-    vectors given), one collection with every row and its tenant as metadata, queried with a
-    `where` filter on the tenant; cosine space, Chroma's default HNSW parameters."""
-
-    blocking = True
-    min_similarity: float | None = None
-    name = "Chroma, tenant filter"
-
-    def __init__(self) -> None:
-        import chromadb
-        from chromadb.config import Settings as ChromaSettings
-
-        self.directory = Path(tempfile.mkdtemp(prefix="rag-bench-chroma-"))
-        self.client: Any = chromadb.PersistentClient(
-            path=str(self.directory), settings=ChromaSettings(anonymized_telemetry=False)
-        )
-        self.collection: Any = None
-
-    def load(self, loaded: Loaded) -> dict[str, float]:
-        """A new collection with the size's rows; build time (add, index included) and size."""
-        if self.collection is not None:
-            self.client.delete_collection(self.collection.name)
-        self.collection = self.client.create_collection(
-            f"bench-{loaded.size}",
-            embedding_function=None,
-            configuration={"hnsw": {"space": "cosine"}},
-        )
-        tenant_of = np.empty(loaded.size, dtype=object)
-        for tenant in loaded.tenants:
-            tenant_of[tenant.start : tenant.stop] = tenant.tenant_id
-        began = time.perf_counter()
-        self.add([str(i) for i in loaded.ids], loaded.vectors, list(tenant_of))
-        build_s = time.perf_counter() - began
-        return {"build_s": round(build_s, 2), "disk_mb": round(self.disk_mb(), 1)}
-
-    def add(self, ids: list[str], vectors: np.ndarray, tenants: list[str]) -> None:
-        batch = int(self.client.get_max_batch_size())
-        for start in range(0, len(ids), batch):
-            stop = start + batch
-            self.collection.add(
-                ids=ids[start:stop],
-                embeddings=vectors[start:stop],
-                metadatas=[{"tenant": t} for t in tenants[start:stop]],
-            )
-
-    def configuration(self) -> dict[str, Any]:
-        hnsw: dict[str, Any] = dict(self.collection.configuration["hnsw"])
-        return hnsw
-
-    def disk_mb(self) -> float:
-        total = sum(f.stat().st_size for f in self.directory.rglob("*") if f.is_file())
-        return total / 2**20
-
-    def search(self, tenant: TenantSlice, query: Query) -> list[str]:
-        found = self.collection.query(
-            query_embeddings=[query.vector],
-            n_results=TOP_K,
-            where={"tenant": tenant.tenant_id},
-            include=[],
-        )
-        return [str(i) for i in found["ids"][0]]
-
-    def close(self) -> None:
-        shutil.rmtree(self.directory, ignore_errors=True)

@@ -25,7 +25,7 @@ from bench.kit.report import log
 from bench.kit.stubs import LookupEmbedder
 from bench.kit.synthetic import Loaded
 
-from .engines import ChromaEngine
+from .chroma import ChromaShared
 from .workload import Workload
 
 HALFVEC_INDEX = "bench_chunks_embedding_halfvec_hnsw"
@@ -52,7 +52,7 @@ async def store_rows(
     chunker: Chunker,
     workload: Workload,
     prepared: list[PreparedDoc],
-    chroma: ChromaEngine,
+    chroma: ChromaShared,
     *,
     size: int,
 ) -> list[dict[str, Any]]:
@@ -104,11 +104,11 @@ def store_row(size: int, path: str, measured: dict[str, Any]) -> dict[str, Any]:
 
 
 async def index_builds(
-    db: BenchDatabase, loaded: Loaded, chroma_build: dict[str, float]
+    db: BenchDatabase, loaded: Loaded, peer_builds: list[tuple[str, dict[str, float]]]
 ) -> list[dict[str, Any]]:
     """HNSW over `vector` (the migration's index, built by bench.kit.synthetic's load) and over
     `halfvec` (an expression index with the same m and ef_construction, built here and
-    dropped), both with maintenance_work_mem 1GB; Chroma's collection build beside them.
+    dropped), both with maintenance_work_mem 1GB; each peer store's load beside them.
     Per million chunks: scaled linearly from the measured size (HNSW builds grow a little
     faster than linearly, so read it as a lower bound past the measured size)."""
     conn = await connect_loader(db.superuser_url)
@@ -129,7 +129,7 @@ async def index_builds(
     measured = [
         ("pgvector HNSW, vector", loaded.timings["hnsw_build_s"], loaded.timings["hnsw_mb"]),
         ("pgvector HNSW, halfvec", halfvec_s, halfvec_mb),
-        ("Chroma collection (add, HNSW)", chroma_build["build_s"], chroma_build["disk_mb"]),
+        *[(name, built["build_s"], built["disk_mb"]) for name, built in peer_builds],
     ]
     return [
         {

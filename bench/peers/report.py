@@ -12,6 +12,7 @@ TABLES = (
     "Setup",
     "Search latency, one client",
     "Search latency, concurrent clients",
+    "Searches/s beside recall@10",
     "Recall@10 against exact search",
     "Recall@10 against ef_search",
     "Ingestion, chunks/s by stage",
@@ -29,6 +30,7 @@ def write_report(results: dict[str, Any], out: Path) -> Path:
         setup_section(results),
         single_client_table(results["latency"], classes) + new_text_note(results),
         concurrent_table(results["latency"], classes),
+        throughput_recall_table(results["latency"], classes),
         recall_table(results["latency"], classes),
         sweep_table(results["sweep"], classes),
         ingest_table(results["stages"], results["store"]),
@@ -73,6 +75,10 @@ def setup_section(results: dict[str, Any]) -> str:
         *[[f"service setting {k}", v] for k, v in results["service_settings"].items()],
         *[[f"PostgreSQL {k}", v] for k, v in results["server"].items()],
         ["Chroma HNSW", ", ".join(f"{k} {v}" for k, v in results["chroma_hnsw"].items())],
+        *[
+            [name, ", ".join(f"{k} {v}" for k, v in described.items())]
+            for name, described in results.get("peer_stores", {}).items()
+        ],
         ["data", results["data"]],
         ["queries", results["queries_note"]],
     ]
@@ -159,6 +165,41 @@ def concurrent_table(latency: list[dict[str, Any]], classes: list[str]) -> str:
         for size_class in classes:
             header += [size_class, "QPS (÷ service)"]
         out.append(f"### {size:,} chunks\n\n" + table(header, rows, right_from=1))
+    return "\n".join(out)
+
+
+def throughput_recall_table(latency: list[dict[str, Any]], classes: list[str]) -> str:
+    """The comparison in one table: searches/s at the most clients measured, recall@10 of
+    the same cell beside it, per tenant size; engines in order of searches/s at the largest
+    tenant."""
+    most = max(r["clients"] for r in latency)
+    index = by_key(latency, "size", "engine", "tenant", "clients")
+    out = ["## Searches/s beside recall@10\n"]
+    out.append(
+        f"{most} clients, each sending its next query when the last returns: searches per "
+        "second, then recall@10 of the same answers against exact search.\n"
+    )
+    for size in sorted({r["size"] for r in latency}):
+        largest = {e: index.get((size, e, classes[0], most)) for e in engines_in_order(latency)}
+        order = sorted(largest, key=lambda e: -(largest[e] or {"qps": 0})["qps"])
+        rows = []
+        for engine in order:
+            cells: list[object] = [engine]
+            for size_class in classes:
+                row = index.get((size, engine, size_class, most))
+                cells += (
+                    ["—", "—"]
+                    if row is None
+                    else [
+                        f"{row['qps']:,.0f}",
+                        f"{row['recall@10']:.3f}",
+                    ]
+                )
+            rows.append(cells)
+        header = ["engine"]
+        for size_class in classes:
+            header += [f"{size_class} searches/s", "recall@10"]
+        out.append(f"### {size:,} chunks\n\n" + table(header, rows))
     return "\n".join(out)
 
 
@@ -268,10 +309,11 @@ def index_table(builds: list[dict[str, Any]]) -> str:
     ]
     return (
         "## Index build\n\n"
-        "m 16 / ef_construction 64 for pgvector (the migration's), Chroma's defaults for "
-        "Chroma; maintenance_work_mem 1GB. Per million: scaled linearly from the measured "
-        "size. Chroma's size is its whole directory (vectors, ids and metadata included); "
-        "pgvector's is the index alone.\n\n"
+        "m 16 / ef_construction 64 for pgvector (the migration's), maintenance_work_mem "
+        "1GB; each peer store as the setup table says, its time the whole load (rows and "
+        "index). Per million: scaled linearly from the measured size. A peer store's size is "
+        "its whole directory (vectors, ids and metadata included); pgvector's is the index "
+        "alone.\n\n"
         + table(
             [
                 "chunks",

@@ -3,7 +3,7 @@
     python -m bench.saturation [--workload synthetic|abstracts] [--chunks 100000]
         [--documents 1500] [--seconds 10] [--clients 1,4,16,64] [--workers 1,2]
         [--series vector-new,vector-cached,keyword,hybrid-new,hybrid-cached[,healthz]]
-        [--peers chroma] [--profile 15] [--redis-url URL | --redis-url '']
+        [--peers chroma,chroma-per-tenant] [--profile 15] [--redis-url URL | --redis-url '']
 
 `rag serve --workers N`, one Redis for the rate limit (`--redis-url ''`: none, each worker
 limits in memory), and wrk's closed-loop clients for `seconds` at each concurrency, on one of
@@ -20,10 +20,12 @@ P50/P95/P99, errors and the CPU time per search of the service's processes, of P
 of Redis and of wrk; `utilisation` is
 searches/s x CPU s per search / cores. In the same run, measured alone: the local model's
 CPU per query embedding, and the CPU per search of the retrieval code and of PostgreSQL
-when the service's search runs in this process, one at a time. `--peers chroma` adds
-Chroma's HTTP server (`chroma run`) on the same vectors, query vectors given, the tenant as a
-metadata filter. `--profile S` samples one worker for S seconds at 16 clients of each series
-(py-spy) and sums its stacks by part of the hot path. Results: JSON in bench/results/, a
+when the service's search runs in this process, one at a time. `--peers` adds
+Chroma's HTTP server (`chroma run`) on the same vectors, query vectors given, the same wrk
+load: `chroma` with one collection and the tenant as a metadata filter, `chroma-per-tenant`
+with a collection per tenant, each query sent to the tenant's own. `--profile S` samples
+one worker for S seconds at 16 clients of each series (py-spy) and sums its stacks by part
+of the hot path. Results: JSON in bench/results/, a
 chart with --chart.
 """
 
@@ -66,6 +68,7 @@ WORKLOADS = {"synthetic": 10, "abstracts": 5}  # max_results of each
 CACHED_TEXTS = 50  # half the service's query cache (RAG_QUERY_CACHE_SIZE, 100)
 HEADROOM = 1.6  # new texts per cell: the last rate of the series x seconds x this
 FIRST_RATE = 150.0  # searches/s assumed before a series has a rate
+PEERS = {"chroma": "tenant filter", "chroma-per-tenant": "collection per tenant"}
 
 
 @dataclass(frozen=True, slots=True)
@@ -293,20 +296,20 @@ def _peer_runs(
 ) -> list[dict[str, Any]]:
     from bench.saturation.chroma import ChromaServer
 
-    if peer != "chroma":
-        raise SystemExit(f"unknown peer {peer!r}: chroma")
+    if peer not in PEERS:
+        raise SystemExit(f"unknown peer {peer!r}: {', '.join(PEERS)}")
     vectors = local.encode_blocking(query_texts)
     rows: list[dict[str, Any]] = []
-    with ChromaServer() as chroma:
-        log(f"loading {loaded.size} vectors into Chroma's server")
+    with ChromaServer(per_tenant=peer == "chroma-per-tenant") as chroma:
+        log(f"loading {loaded.size} vectors into Chroma's server ({PEERS[peer]})")
         chroma.load(loaded)
         meter = Meter({"chroma": ProcessTree(chroma.pid), "wrk": ReapedChildren()})
-        target = Target(chroma.base_url, chroma.query_path)
-        bodies = [chroma.query_body(v, tenant.tenant_id) for v in vectors]
+        target = Target(chroma.base_url, chroma.query_path(tenant.tenant_id))
+        bodies = [chroma.query_body(v, tenant) for v in vectors]
         run(target, bodies, clients=16, seconds=3, meter=meter)
         for clients in plan.clients:
             result = run(target, bodies, clients=clients, seconds=plan.seconds, meter=meter)
-            rows.append(_row("Chroma server", "vector-given", result))
+            rows.append(_row(f"Chroma server, {PEERS[peer]}", "vector-given", result))
             _print_run(rows[-1])
     return rows
 
@@ -343,7 +346,9 @@ def parse(argv: list[str]) -> Plan:
     parser.add_argument("--clients", default="1,4,16,64")
     parser.add_argument("--workers", default="1,2")
     parser.add_argument("--series", default=",".join(DEFAULT_SERIES))
-    parser.add_argument("--peers", default="chroma", help="comma-separated; '' for none")
+    parser.add_argument(
+        "--peers", default=",".join(PEERS), help=f"of {', '.join(PEERS)}; '' for none"
+    )
     parser.add_argument("--profile", type=float, default=0, metavar="SECONDS")
     parser.add_argument(
         "--redis-url", default="redis://127.0.0.1:6379/13", help="'' for none (in memory)"

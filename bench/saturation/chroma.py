@@ -1,6 +1,10 @@
-"""Chroma's HTTP server (`chroma run`, the chromadb package's own binary) as the peer: one
-collection with every row, the tenant as metadata, cosine space, default HNSW parameters;
-queried over HTTP with the vector given and a `where` filter on the tenant."""
+"""Chroma's HTTP server (`chroma run`, the chromadb package's own binary) as the peer, cosine
+space, default HNSW parameters, queried over HTTP with the vector given, in either layout:
+
+- shared: one collection with every row, the tenant as metadata, a `where` tenant filter;
+- per tenant (`per_tenant=True`): one collection per tenant, Chroma's documented
+  multi-tenant layout, each query sent to its tenant's collection without a filter.
+"""
 
 from __future__ import annotations
 
@@ -14,30 +18,33 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-import numpy as np
 
 from bench.kit.server import free_port
-from bench.kit.synthetic import TOP_K, Loaded
+from bench.kit.synthetic import Loaded, TenantSlice
+from bench.peers.chroma import COSINE, add_batched
+from bench.peers.store import limit_for, tenant_column, tenant_rows
 
 API = "/api/v2/tenants/default_tenant/databases/default_database"
 
 
 class ChromaServer:
-    def __init__(self) -> None:
+    def __init__(self, *, per_tenant: bool = False) -> None:
+        self.per_tenant = per_tenant
         self.directory = Path(tempfile.mkdtemp(prefix="rag-bench-chroma-server-"))
         self.port = free_port()
         self.base_url = f"http://127.0.0.1:{self.port}"
         self.process: subprocess.Popen[bytes] | None = None
-        self.collection_id = ""
+        self.collection_ids: dict[str, str] = {}  # tenant (shared layout: "") -> collection
 
     @property
     def pid(self) -> int:
         assert self.process is not None
         return self.process.pid
 
-    @property
-    def query_path(self) -> str:
-        return f"{API}/collections/{self.collection_id}/query"
+    def query_path(self, tenant_id: str) -> str:
+        """The query endpoint of the collection holding `tenant_id`'s rows."""
+        collection = self.collection_ids[tenant_id if self.per_tenant else ""]
+        return f"{API}/collections/{collection}/query"
 
     def __enter__(self) -> ChromaServer:
         binary = Path(sys.executable).with_name("chroma")
@@ -74,36 +81,36 @@ class ChromaServer:
         shutil.rmtree(self.directory, ignore_errors=True)
 
     def load(self, loaded: Loaded) -> None:
-        """Every row of `loaded`, with its tenant, through the Python client over HTTP."""
+        """Every row of `loaded` through the Python client over HTTP: into one collection
+        with its tenant as metadata, or into its tenant's collection."""
         import chromadb
         from chromadb.config import Settings as ChromaSettings
 
         client: Any = chromadb.HttpClient(
             host="127.0.0.1", port=self.port, settings=ChromaSettings(anonymized_telemetry=False)
         )
+        if self.per_tenant:
+            for rows in tenant_rows(loaded):
+                collection = client.create_collection(
+                    rows.tenant.tenant_id, embedding_function=None, configuration=COSINE
+                )
+                self.collection_ids[rows.tenant.tenant_id] = str(collection.id)
+                add_batched(client, collection, rows.ids, rows.vectors)
+            return
         collection = client.create_collection(
-            "bench", embedding_function=None, configuration={"hnsw": {"space": "cosine"}}
+            "bench", embedding_function=None, configuration=COSINE
         )
-        self.collection_id = str(collection.id)
-        tenant_of = np.empty(loaded.size, dtype=object)
-        for tenant in loaded.tenants:
-            tenant_of[tenant.start : tenant.stop] = tenant.tenant_id
-        batch = int(client.get_max_batch_size())
-        for start in range(0, loaded.size, batch):
-            stop = min(start + batch, loaded.size)
-            collection.add(
-                ids=[str(i) for i in loaded.ids[start:stop]],
-                embeddings=loaded.vectors[start:stop],
-                metadatas=[{"tenant": t} for t in tenant_of[start:stop]],
-            )
+        self.collection_ids[""] = str(collection.id)
+        metadatas = [{"tenant": t} for t in tenant_column(loaded)]
+        ids = [str(i) for i in loaded.ids]
+        add_batched(client, collection, ids, loaded.vectors, metadatas=metadatas)
 
-    @staticmethod
-    def query_body(vector: list[float], tenant_id: str) -> str:
-        return json.dumps(
-            {
-                "query_embeddings": [vector],
-                "n_results": TOP_K,
-                "where": {"tenant": tenant_id},
-                "include": ["distances", "metadatas"],
-            }
-        )
+    def query_body(self, vector: list[float], tenant: TenantSlice) -> str:
+        body: dict[str, Any] = {
+            "query_embeddings": [vector],
+            "n_results": limit_for(tenant),
+            "include": ["distances", "metadatas"],
+        }
+        if not self.per_tenant:
+            body["where"] = {"tenant": tenant.tenant_id}
+        return json.dumps(body)

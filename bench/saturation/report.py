@@ -65,7 +65,15 @@ def chart(runs: list[dict[str, Any]], path: Path) -> None:
     colours = {series: f"C{i}" for i, series in enumerate(dict.fromkeys(s for _, s in lines))}
     for (engine, series), points in lines.items():
         clients, rates = zip(*sorted(points), strict=True)
-        style = ":" if "Chroma" in engine else "-" if "2 workers" in engine else "--"
+        style = (
+            "-."
+            if "per tenant" in engine
+            else ":"
+            if "Chroma" in engine
+            else "-"
+            if "2 workers" in engine
+            else "--"
+        )
         label = f"{engine}: {series}"
         axes.plot(clients, rates, style, color=colours[series], marker="o", label=label)
     axes.set_xscale("log", base=2)

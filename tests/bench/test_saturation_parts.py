@@ -43,10 +43,14 @@ def test_chroma_server_is_loaded_and_answers_the_load() -> None:
     loaded = Loaded(400, tenants, vectors, [uuid.uuid4() for _ in range(400)], {})
     with ChromaServer() as chroma:
         chroma.load(loaded)
-        bodies = [chroma.query_body(v.tolist(), "b") for v in vectors[:50]]
+        bodies = [chroma.query_body(v.tolist(), tenants[1]) for v in vectors[:50]]
         meter = Meter({"chroma": ProcessTree(chroma.pid), "wrk": ReapedChildren()})
         result = run(
-            Target(chroma.base_url, chroma.query_path), bodies, clients=4, seconds=2, meter=meter
+            Target(chroma.base_url, chroma.query_path("b")),
+            bodies,
+            clients=4,
+            seconds=2,
+            meter=meter,
         )
     assert result.requests > 4, result
     assert result.errors == 0, result
