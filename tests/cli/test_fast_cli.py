@@ -1,7 +1,8 @@
 """`rag --help`, `rag --version`, `rag token` import nothing heavy (no database layer, no
 model, no torch): they answer at once (figures: docs/REFERENCE.md, "Command line";
 bench/cli_bench.py). The in-process data commands import what their work needs, and what a
-command may never need is imported when it does: a file format's parser, the model's runtime."""
+command may never need is imported when it does: a file format's parser, the model's runtime,
+redis-py."""
 
 from __future__ import annotations
 
@@ -68,13 +69,13 @@ def test_local_commands_without_a_tenant_say_so(env: dict[str, str]) -> None:
     assert run.heavy() == []
 
 
-def test_in_process_commands_import_no_parser_model_runtime_or_http_stack() -> None:
+def test_in_process_commands_import_no_parser_model_http_stack_or_redis() -> None:
     """`app.cli.local` backs every in-process data command (`rag documents list` as much as
     `rag ingest`): the reply models it shapes with come from the API's *_models modules, not
-    the routers (FastAPI)."""
+    the routers (FastAPI), and Redis is imported only when RAG_REDIS_URL is set."""
     loaded = packages_imported_by("app.cli.local")
     assert "sqlalchemy" in loaded  # the probe sees imports at all
-    assert loaded & (PARSERS | MODEL | {"fastapi", "starlette"}) == set()
+    assert loaded & (PARSERS | MODEL | {"fastapi", "starlette", "redis"}) == set()
 
 
 def test_the_service_imports_no_parser_or_model_runtime_at_start() -> None:
