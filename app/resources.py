@@ -7,9 +7,8 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from contextlib import asynccontextmanager, contextmanager
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
-from redis.asyncio import Redis
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from app.auth import TokenVerifier
@@ -32,6 +31,9 @@ from app.retrieval.returns import ReturnCounter
 from app.settings import Settings
 from app.tenants import TenantDirectory
 from app.usage import UsageRecorder
+
+if TYPE_CHECKING:
+    from redis.asyncio import Redis
 
 _log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -103,7 +105,7 @@ async def open_resources(
     )
     sessions = create_sessionmaker(engine)
     limiter = build_rate_limiter(settings)
-    redis = Redis.from_url(settings.redis_url, socket_timeout=1) if settings.redis_url else None
+    redis = _redis(settings.redis_url) if settings.redis_url else None
     embedder = embedder or await build_embedder(settings)
     reranker = Reranker.from_settings(settings)
     try:
@@ -143,6 +145,13 @@ async def open_resources(
             await redis.aclose()
         await settled(sessions)  # the read-only transactions still committing (scoped.py)
         await engine.dispose()
+
+
+def _redis(url: str) -> Redis:
+    """The shared Redis client; redis-py is imported here, not by the commands without one."""
+    from redis.asyncio import Redis
+
+    return Redis.from_url(url, socket_timeout=1)
 
 
 async def _column_dimensions(engine: AsyncEngine, settings: Settings) -> int:

@@ -26,12 +26,12 @@ from redis.exceptions import RedisError
 
 from app.ratelimit import (
     Decision,
-    FallbackRateLimiter,
     MemoryRateLimiter,
     RateLimiter,
-    RedisRateLimiter,
     build_rate_limiter,
 )
+from app.ratelimit.fallback import FallbackRateLimiter
+from app.ratelimit.redis_limiter import RedisRateLimiter
 from app.settings import Settings
 
 WARMUP = 200

@@ -20,11 +20,11 @@ from pydantic import BaseModel
 from rich.console import Console
 from rich.progress import Progress
 
-from app.api.context import ContextOut
+from app.api.context_models import ContextOut
 from app.api.documents_models import DocumentList, DocumentOut
 from app.api.search_models import SearchOut
 from app.api.similar_models import DedupeOut, SimilarOut
-from app.api.sync import SyncOut
+from app.api.sync_models import SyncOut
 from app.auth import TokenVerifier
 from app.cli.backend import TextDocument
 from app.cli.database import database_settings

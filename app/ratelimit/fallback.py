@@ -20,17 +20,13 @@ import math
 import time
 from collections.abc import Callable
 
-from redis.asyncio import Redis
-from redis.asyncio.retry import Retry
-from redis.backoff import NoBackoff
 from redis.exceptions import RedisError
 
 from app.errors import ServiceUnavailable
 from app.observability.metrics import REDIS_FALLBACKS
-from app.ratelimit.memory_limiter import MemoryRateLimiter
 from app.ratelimit.redis_limiter import RedisRateLimiter
 from app.ratelimit.window import Decision, RateLimiter, check_arguments
-from app.settings import RedisFailurePolicy, Settings
+from app.settings import RedisFailurePolicy
 
 logger = logging.getLogger(__name__)
 
@@ -127,21 +123,3 @@ class ShareLimiter:
 
     async def aclose(self) -> None:
         return None
-
-
-def build_rate_limiter(settings: Settings) -> RateLimiter:
-    """Redis (with the configured failure policy) when RAG_REDIS_URL is set, else in-process."""
-    if not settings.redis_url:
-        return MemoryRateLimiter(instances=settings.rate_limit_instances)
-    client = Redis.from_url(
-        settings.redis_url,
-        socket_timeout=0.25,
-        socket_connect_timeout=0.25,
-        retry=Retry(NoBackoff(), 1),  # one immediate retry: a pooled connection may be stale
-    )
-    redis = RedisRateLimiter(client, owns_client=True, instances=settings.rate_limit_instances)
-    return FallbackRateLimiter(
-        redis,
-        ShareLimiter(redis),
-        policy=settings.rate_limit_redis_failure,
-    )

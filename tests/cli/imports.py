@@ -1,4 +1,4 @@
-"""Run `rag` in a subprocess and see which modules it imported (`python -X importtime`)."""
+"""Run `rag` (or an import) in a subprocess and see which modules it imported."""
 
 from __future__ import annotations
 
@@ -34,3 +34,16 @@ def run_rag(*args: str, env: dict[str, str], timeout: float = 120) -> Run:
         line for line in done.stderr.splitlines() if not line.startswith("import time:")
     )
     return Run(done.returncode, done.stdout, stderr, modules)
+
+
+def packages_imported_by(*modules: str) -> frozenset[str]:
+    """The top-level packages a fresh interpreter holds after importing `modules`."""
+    probe = (
+        f"import sys, {', '.join(modules)}; "
+        "print(' '.join(sorted({name.split('.')[0] for name in sys.modules})))"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0, done.stderr
+    return frozenset(done.stdout.split())

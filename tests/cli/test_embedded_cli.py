@@ -15,7 +15,7 @@ import httpx
 import pytest
 
 from app.auth import TokenVerifier
-from app.db.embedded import TUNING_FILE
+from app.db.embedded import TUNING_FILE, start_embedded
 from app.db.tuning import memory_bytes, shared_buffers_mb
 from app.settings import Settings, with_dev_jwt_secret
 from tests.ingest.office import docx_bytes, pptx_bytes, xlsx_bytes
@@ -32,6 +32,20 @@ def env() -> Iterator[dict[str, str]]:
     with scratch_directory("rag-cli-") as data:
         data.chmod(0o755)
         yield {**clean, "RAG_DATA_DIR": str(data / "rag-data")}
+
+
+@pytest.fixture
+def running(env: dict[str, str]) -> Iterator[None]:
+    """The embedded server kept running through a test, as a `rag serve` beside the commands
+    keeps it: each command attaches to it and detaches (app/db/embedded.py) instead of
+    starting and stopping it. For the tests of what the data commands do; the start, the
+    restarts and the stop are checked by the tests that do without it (tenant create, serve,
+    the shared buffers)."""
+    server = start_embedded(Path(env["RAG_DATA_DIR"]) / "pgdata")  # the commands' tuning
+    try:
+        yield
+    finally:
+        server.stop()
 
 
 def rag(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
@@ -156,6 +170,7 @@ def test_token_prints_only_a_token_the_service_accepts(env: dict[str, str]) -> N
     assert (principal.tenant_id, principal.scopes) == ("acme", frozenset({"rag:search"}))
 
 
+@pytest.mark.usefixtures("running")
 def test_ingest_and_search_a_folder(env: dict[str, str], tmp_path: Path) -> None:
     assert rag("tenant", "create", "docs-co", env=env).returncode == 0
     folder = tmp_path / "kb"
@@ -246,6 +261,7 @@ def test_ingest_and_search_a_folder(env: dict[str, str], tmp_path: Path) -> None
     assert "does not exist" in gone.stderr
 
 
+@pytest.mark.usefixtures("running")
 def test_ingest_a_folder_of_office_files(env: dict[str, str], tmp_path: Path) -> None:
     assert rag("tenant", "create", "office-co", env=env).returncode == 0
     folder = tmp_path / "office"
@@ -263,12 +279,14 @@ def test_ingest_a_folder_of_office_files(env: dict[str, str], tmp_path: Path) ->
     assert "~$handbook" not in listed.stdout
 
 
+@pytest.mark.usefixtures("running")
 def test_data_commands_refuse_an_unknown_tenant(env: dict[str, str]) -> None:
     result = rag("search", "anything", "--tenant", "nobody", env=env)
     assert result.returncode == 2
     assert "does not exist" in result.stderr
 
 
+@pytest.mark.usefixtures("running")
 def test_eval_measures_a_beir_folder_and_bm25_statistics_verify(
     env: dict[str, str], tmp_path: Path
 ) -> None:

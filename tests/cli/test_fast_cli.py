@@ -1,6 +1,8 @@
 """`rag --help`, `rag --version`, `rag token` import nothing heavy (no database layer, no
 model, no torch): they answer at once (figures: docs/REFERENCE.md, "Command line";
-bench/cli_bench.py)."""
+bench/cli_bench.py). The in-process data commands import what their work needs, and what a
+command may never need is imported when it does: a file format's parser, the model's runtime,
+redis-py."""
 
 from __future__ import annotations
 
@@ -13,7 +15,12 @@ from app import __version__
 from app.citations import CitationStyle
 from app.cli.options import Fusion, Mode, Style
 from app.retrieval import FusionMethod, SearchMode
-from tests.cli.imports import run_rag
+from tests.cli.imports import packages_imported_by, run_rag
+
+# pdf, Word, PowerPoint, Excel, HTML and markdown parsers: imported by the first file of theirs.
+PARSERS = frozenset({"pypdf", "docx", "pptx", "openpyxl", "PIL", "bs4", "markdown_it"})
+# The local model's runtimes (loaded with the model), the OpenAI SDK (built with its embedder).
+MODEL = frozenset({"torch", "sentence_transformers", "transformers", "onnxruntime", "openai"})
 
 
 @pytest.fixture
@@ -60,3 +67,20 @@ def test_local_commands_without_a_tenant_say_so(env: dict[str, str]) -> None:
     assert run.returncode == 2
     assert "--tenant is required without --url" in run.stderr
     assert run.heavy() == []
+
+
+def test_in_process_commands_import_no_parser_model_http_stack_or_redis() -> None:
+    """`app.cli.local` backs every in-process data command (`rag documents list` as much as
+    `rag ingest`): the reply models it shapes with come from the API's *_models modules, not
+    the routers (FastAPI), and Redis is imported only when RAG_REDIS_URL is set."""
+    loaded = packages_imported_by("app.cli.local")
+    assert "sqlalchemy" in loaded  # the probe sees imports at all
+    assert loaded & (PARSERS | MODEL | {"fastapi", "starlette", "redis"}) == set()
+
+
+def test_the_service_imports_no_parser_or_model_runtime_at_start() -> None:
+    """The parsers come with the first file of their format (in a sandbox worker, mostly), the
+    model's runtime with the model, in the lifespan."""
+    loaded = packages_imported_by("app.main")
+    assert "fastapi" in loaded
+    assert loaded & (PARSERS | MODEL) == set()

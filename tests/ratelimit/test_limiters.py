@@ -18,16 +18,15 @@ from redis.backoff import NoBackoff
 from app.errors import RateLimited, ServiceUnavailable
 from app.ratelimit import (
     Decision,
-    FallbackRateLimiter,
     MemoryRateLimiter,
     RateLimiter,
-    RedisRateLimiter,
-    ShareLimiter,
     build_rate_limiter,
     limit_for_tier,
     raise_if_denied,
     rate_limit_headers,
 )
+from app.ratelimit.fallback import FallbackRateLimiter, ShareLimiter
+from app.ratelimit.redis_limiter import RedisRateLimiter
 from app.settings import RedisFailurePolicy, Settings
 from tests.processes import PrivateRedis, free_port
 
