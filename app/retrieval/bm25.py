@@ -23,31 +23,37 @@ the query terms' postings: no chunk's tsvector is read unless the query has oper
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 import uuid
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import asyncpg
 from sqlalchemy import (
     ColumnElement,
     Float,
+    Integer,
     Select,
     Subquery,
     Text,
     any_,
+    bindparam,
     cast,
     func,
     literal,
     select,
     true,
 )
-from sqlalchemy.dialects.postgresql import ARRAY, TSQUERY
+from sqlalchemy.dialects.postgresql import ARRAY, TSQUERY, UUID
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.sql.elements import Grouping
+from sqlalchemy.types import TypeEngine
 
 from app.db.models import KEYWORD_TERMS, Bm25Corpus, Bm25Posting, Bm25Term, Chunk
+from app.db.statements import Compiled, compiled
 
 TEXT_SEARCH_CONFIG = "english"
 # Quotes, OR in capitals, or a leading minus: the user wrote web-search syntax, so it is taken
@@ -86,7 +92,7 @@ def keyword_query(query: str) -> ColumnElement[Any]:
     return cast(func.replace(cast(parsed, Text), " & ", " | "), TSQUERY)
 
 
-def query_lexemes(query: str) -> ColumnElement[Any]:
+def query_lexemes(query: Any) -> ColumnElement[Any]:
     """The query's distinct lexemes, by the analyser the chunks went through."""
     return func.tsvector_to_array(func.to_tsvector(TEXT_SEARCH_CONFIG, query))
 
@@ -107,23 +113,29 @@ class QueryStats:
 async def query_stats(session: AsyncSession, tenant_id: str, query: str) -> QueryStats:
     """The query's lexemes with their df and IDF in the tenant, and the tenant's avgdl: a
     few primary-key lookups."""
-    rows = (
-        await session.execute(
-            select(Bm25Term.lexeme, Bm25Term.df, Bm25Corpus.chunks, Bm25Corpus.tokens)
-            .join(Bm25Corpus, Bm25Corpus.tenant_id == Bm25Term.tenant_id)
-            .where(
-                Bm25Term.tenant_id == tenant_id,
-                Bm25Term.lexeme == func.any(query_lexemes(query)),
-                Bm25Term.df > 0,
-            )
+    return stats_of((await session.execute(_stats_statement(tenant_id, query))).all())
+
+
+def _stats_statement(tenant: Any, query: Any) -> Select[str, int, int, int]:
+    return (
+        select(Bm25Term.lexeme, Bm25Term.df, Bm25Corpus.chunks, Bm25Corpus.tokens)
+        .join(Bm25Corpus, Bm25Corpus.tenant_id == Bm25Term.tenant_id)
+        .where(
+            Bm25Term.tenant_id == tenant,
+            Bm25Term.lexeme == func.any(query_lexemes(query)),
+            Bm25Term.df > 0,
         )
-    ).all()
+    )
+
+
+def stats_of(rows: Sequence[Any]) -> QueryStats:
+    """`QueryStats` from the rows of the statistics statement (lexeme, df, chunks, tokens)."""
     if not rows:
         return QueryStats([], 1.0)
-    n, tokens = rows[0].chunks, rows[0].tokens
+    n, tokens = rows[0][2], rows[0][3]
     terms = [
-        QueryTerm(row.lexeme, row.df, math.log(1.0 + (n - row.df + 0.5) / (row.df + 0.5)))
-        for row in rows
+        QueryTerm(lexeme, df, math.log(1.0 + (n - df + 0.5) / (df + 0.5)))
+        for lexeme, df, _n, _tokens in rows
     ]
     terms.sort(key=lambda t: (t.df, t.lexeme))
     return QueryStats(terms, tokens / max(n, 1) or 1.0)
@@ -169,16 +181,76 @@ async def bm25_ranked(
         stmt = _best(scored.subquery("scored"), fetch)
         rows = [(row.id, float(row.score)) for row in await session.execute(stmt)]
         return Bm25Ranking(rows, tenant_id, query, stats, params)
-    # The best WINDOW_PER_RESULT x fetch by a top-N sort first; the whole order only when too
-    # few of those pass (a filter on the model during a reindex, say) and there are more.
+
+    async def best(window: int | None) -> list[tuple[uuid.UUID, float]]:
+        stmt = _best_passing(scored.subquery("scored"), conditions, fetch, window=window)
+        return [(row.id, float(row.score)) for row in await session.execute(stmt)]
+
+    return Bm25Ranking(await _windowed(best, fetch, stats), tenant_id, query, stats, params)
+
+
+async def _windowed(
+    best: Callable[[int | None], Awaitable[list[tuple[uuid.UUID, float]]]],
+    fetch: int,
+    stats: QueryStats,
+) -> list[tuple[uuid.UUID, float]]:
+    """The best WINDOW_PER_RESULT x fetch by a top-N sort first; the whole order only when too
+    few of those pass (a filter on the model during a reindex, say) and there are more."""
     window = WINDOW_PER_RESULT * fetch
     postings = sum(t.df for t in stats.terms)  # at least as many as the chunks scored
-    for limit in (window, None):
-        stmt = _best_passing(scored.subquery("scored"), conditions, fetch, window=limit)
-        rows = [(row.id, float(row.score)) for row in await session.execute(stmt)]
-        if len(rows) >= fetch or postings <= window:
-            break
-    return Bm25Ranking(rows, tenant_id, query, stats, params)
+    rows = await best(window)
+    if len(rows) < fetch and postings > window:
+        rows = await best(None)
+    return rows
+
+
+async def direct_bm25_ranked(
+    connection: asyncpg.Connection[Any],
+    *,
+    tenant_id: str,
+    model: str,
+    query: str,
+    fetch: int,
+    params: Bm25Params,
+) -> Bm25Ranking:
+    """`bm25_ranked` without filters or operators, on the driver connection of a tenant
+    transaction: statements compiled once (the tenant a parameter), no ORM session."""
+    query = bounded_query(query, params.max_terms)
+    if _operators(query):
+        raise ValueError("a query with operators goes through bm25_ranked")
+    statement = _compiled_stats()
+    rows = await connection.fetch(
+        statement.sql, *statement.arguments({"tenant": tenant_id, "query": query})
+    )
+    stats = stats_of(rows)
+    if not stats.terms:
+        return Bm25Ranking([], tenant_id, query, stats, params)
+    values = {"tenant": tenant_id, "model": model, "fetch": fetch, **_weights(stats, params)}
+
+    async def best(window: int | None) -> list[tuple[uuid.UUID, float]]:
+        statement = _compiled_best(windowed=window is not None)
+        records = await connection.fetch(
+            statement.sql, *statement.arguments(values | {"window": window})
+        )
+        return [(record[0], float(record[1])) for record in records]
+
+    return Bm25Ranking(await _windowed(best, fetch, stats), tenant_id, query, stats, params)
+
+
+async def direct_bm25_scores(
+    connection: asyncpg.Connection[Any], ranking: Bm25Ranking, chunk_ids: Sequence[uuid.UUID]
+) -> dict[uuid.UUID, float]:
+    """`bm25_scores` of a `direct_bm25_ranked` ranking, on the same connection."""
+    if not chunk_ids or not ranking.stats.terms:
+        return dict.fromkeys(chunk_ids, 0.0)
+    statement = _compiled_scores()
+    values = {"tenant": ranking.tenant_id, "ids": list(chunk_ids)}
+    values |= _weights(ranking.stats, ranking.params)
+    found = {
+        r[0]: float(r[1])
+        for r in await connection.fetch(statement.sql, *statement.arguments(values))
+    }
+    return {chunk_id: found.get(chunk_id, 0.0) for chunk_id in chunk_ids}
 
 
 async def bm25_scores(
@@ -205,27 +277,52 @@ def _operators(query: str) -> list[ColumnElement[bool]]:
     return []
 
 
+# The numbers a BM25 statement is sent (float8: numeric arithmetic would cost more than the
+# scan), by name and type.
+WEIGHTS: dict[str, TypeEngine[Any]] = {
+    "lexemes": ARRAY(Text),
+    "idfs": ARRAY(Float),
+    "k1_plus_1": Float(),
+    "norm_base": Float(),
+    "norm_per_token": Float(),
+}
+
+
+def _weights(stats: QueryStats, params: Bm25Params) -> dict[str, Any]:
+    """The query's lexemes with their IDFs and the constants of the BM25 formula."""
+    return {
+        "lexemes": [t.lexeme for t in stats.terms],
+        "idfs": [t.idf for t in stats.terms],
+        "k1_plus_1": params.k1 + 1.0,
+        "norm_base": params.k1 * (1.0 - params.b),
+        "norm_per_token": params.k1 * params.b / stats.avgdl,
+    }
+
+
 def _scored(tenant_id: str, stats: QueryStats, params: Bm25Params) -> Select[Any]:
-    """(chunk_id, score) of every chunk holding a query term, from the postings alone. Every
-    number is a float8 parameter: numeric arithmetic would cost more than the scan."""
-    lexemes = literal([t.lexeme for t in stats.terms], ARRAY(Text))
-    idfs = literal([t.idf for t in stats.terms], ARRAY(Float))
-    idf = Grouping(idfs)[func.array_position(lexemes, Bm25Posting.lexeme)]
-    tf = cast(Bm25Posting.tf, Float)
-    norm = literal(params.k1 * (1.0 - params.b), Float) + literal(
-        params.k1 * params.b / stats.avgdl, Float
-    ) * cast(Bm25Posting.dl, Float)
-    score: ColumnElement[Any] = func.sum(
-        idf * tf * literal(params.k1 + 1.0, Float) / (tf + norm), type_=Float
+    """`_scoring` with this query's numbers."""
+    values = _weights(stats, params)
+    return _scoring(
+        tenant_id, {name: literal(values[name], kind) for name, kind in WEIGHTS.items()}
     )
+
+
+def _scoring(tenant: Any, weights: dict[str, Any]) -> Select[Any]:
+    """(chunk_id, score) of every chunk holding a query term, from the postings alone;
+    `weights` are SQL values named as in WEIGHTS."""
+    lexemes = weights["lexemes"]
+    idf = Grouping(weights["idfs"])[func.array_position(lexemes, Bm25Posting.lexeme)]
+    tf = cast(Bm25Posting.tf, Float)
+    norm = weights["norm_base"] + weights["norm_per_token"] * cast(Bm25Posting.dl, Float)
+    score: ColumnElement[Any] = func.sum(idf * tf * weights["k1_plus_1"] / (tf + norm), type_=Float)
     return (
         select(Bm25Posting.chunk_id, score.label("score"))
-        .where(Bm25Posting.tenant_id == tenant_id, Bm25Posting.lexeme == any_(lexemes))
+        .where(Bm25Posting.tenant_id == tenant, Bm25Posting.lexeme == any_(lexemes))
         .group_by(Bm25Posting.chunk_id)
     )
 
 
-def _best(scored: Subquery, fetch: int) -> Select[Any]:
+def _best(scored: Subquery, fetch: Any) -> Select[Any]:
     return (
         select(scored.c.chunk_id.label("id"), scored.c.score)
         .order_by(scored.c.score.desc(), scored.c.chunk_id)
@@ -234,7 +331,7 @@ def _best(scored: Subquery, fetch: int) -> Select[Any]:
 
 
 def _best_passing(
-    scored: Subquery, conditions: Sequence[ColumnElement[bool]], fetch: int, *, window: int | None
+    scored: Subquery, conditions: Sequence[ColumnElement[bool]], fetch: Any, *, window: Any | None
 ) -> Select[Any]:
     """The chunks in score order (the best `window` of them, or all), each checked by its
     primary key against `conditions` (a LATERAL probe: the executor stops once `fetch` have
@@ -252,3 +349,35 @@ def _best_passing(
         .order_by(ordered.c.score.desc(), ordered.c.chunk_id)
         .limit(fetch)
     )
+
+
+def _bound_weights() -> dict[str, Any]:
+    return {name: bindparam(name, type_=kind) for name, kind in WEIGHTS.items()}
+
+
+@functools.cache
+def _compiled_stats() -> Compiled:
+    return compiled(
+        _stats_statement(bindparam("tenant", type_=Text), bindparam("query", type_=Text))
+    )
+
+
+@functools.cache
+def _compiled_best(*, windowed: bool) -> Compiled:
+    tenant = bindparam("tenant", type_=Text)
+    scored = _scoring(tenant, _bound_weights()).subquery("scored")
+    conditions = [
+        Chunk.tenant_id == tenant,
+        Chunk.embedding_model == bindparam("model", type_=Text),
+    ]
+    window = bindparam("window", type_=Integer) if windowed else None
+    return compiled(
+        _best_passing(scored, conditions, bindparam("fetch", type_=Integer), window=window)
+    )
+
+
+@functools.cache
+def _compiled_scores() -> Compiled:
+    ids = bindparam("ids", type_=ARRAY(UUID(as_uuid=True)))
+    scored = _scoring(bindparam("tenant", type_=Text), _bound_weights())
+    return compiled(scored.where(Bm25Posting.chunk_id == any_(ids)))
