@@ -23,7 +23,6 @@ the query terms' postings: no chunk's tsvector is read unless the query has oper
 
 from __future__ import annotations
 
-import functools
 import math
 import re
 import uuid
@@ -31,29 +30,25 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-import asyncpg
 from sqlalchemy import (
     ColumnElement,
     Float,
-    Integer,
     Select,
     Subquery,
     Text,
     any_,
-    bindparam,
     cast,
     func,
     literal,
     select,
     true,
 )
-from sqlalchemy.dialects.postgresql import ARRAY, TSQUERY, UUID
+from sqlalchemy.dialects.postgresql import ARRAY, TSQUERY
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.sql.elements import Grouping
 from sqlalchemy.types import TypeEngine
 
 from app.db.models import KEYWORD_TERMS, Bm25Corpus, Bm25Posting, Bm25Term, Chunk
-from app.db.statements import Compiled, compiled
 
 TEXT_SEARCH_CONFIG = "english"
 # Quotes, OR in capitals, or a leading minus: the user wrote web-search syntax, so it is taken
@@ -113,10 +108,10 @@ class QueryStats:
 async def query_stats(session: AsyncSession, tenant_id: str, query: str) -> QueryStats:
     """The query's lexemes with their df and IDF in the tenant, and the tenant's avgdl: a
     few primary-key lookups."""
-    return stats_of((await session.execute(_stats_statement(tenant_id, query))).all())
+    return stats_of((await session.execute(stats_statement(tenant_id, query))).all())
 
 
-def _stats_statement(tenant: Any, query: Any) -> Select[str, int, int, int]:
+def stats_statement(tenant: Any, query: Any) -> Select[str, int, int, int]:
     return (
         select(Bm25Term.lexeme, Bm25Term.df, Bm25Corpus.chunks, Bm25Corpus.tokens)
         .join(Bm25Corpus, Bm25Corpus.tenant_id == Bm25Term.tenant_id)
@@ -173,7 +168,7 @@ async def bm25_ranked(
     stats = await query_stats(session, tenant_id, query)
     if not stats.terms:
         return Bm25Ranking([], tenant_id, query, stats, params)
-    conditions = [*where, *_operators(query)]
+    conditions = [*where, *operators(query)]
     scored = _scored(tenant_id, stats, params)
     if narrowed:
         passing = select(Chunk.id).where(*conditions)
@@ -183,13 +178,13 @@ async def bm25_ranked(
         return Bm25Ranking(rows, tenant_id, query, stats, params)
 
     async def best(window: int | None) -> list[tuple[uuid.UUID, float]]:
-        stmt = _best_passing(scored.subquery("scored"), conditions, fetch, window=window)
+        stmt = best_passing(scored.subquery("scored"), conditions, fetch, window=window)
         return [(row.id, float(row.score)) for row in await session.execute(stmt)]
 
-    return Bm25Ranking(await _windowed(best, fetch, stats), tenant_id, query, stats, params)
+    return Bm25Ranking(await windowed(best, fetch, stats), tenant_id, query, stats, params)
 
 
-async def _windowed(
+async def windowed(
     best: Callable[[int | None], Awaitable[list[tuple[uuid.UUID, float]]]],
     fetch: int,
     stats: QueryStats,
@@ -204,55 +199,6 @@ async def _windowed(
     return rows
 
 
-async def direct_bm25_ranked(
-    connection: asyncpg.Connection[Any],
-    *,
-    tenant_id: str,
-    model: str,
-    query: str,
-    fetch: int,
-    params: Bm25Params,
-) -> Bm25Ranking:
-    """`bm25_ranked` without filters or operators, on the driver connection of a tenant
-    transaction: statements compiled once (the tenant a parameter), no ORM session."""
-    query = bounded_query(query, params.max_terms)
-    if _operators(query):
-        raise ValueError("a query with operators goes through bm25_ranked")
-    statement = _compiled_stats()
-    rows = await connection.fetch(
-        statement.sql, *statement.arguments({"tenant": tenant_id, "query": query})
-    )
-    stats = stats_of(rows)
-    if not stats.terms:
-        return Bm25Ranking([], tenant_id, query, stats, params)
-    values = {"tenant": tenant_id, "model": model, "fetch": fetch, **_weights(stats, params)}
-
-    async def best(window: int | None) -> list[tuple[uuid.UUID, float]]:
-        statement = _compiled_best(windowed=window is not None)
-        records = await connection.fetch(
-            statement.sql, *statement.arguments(values | {"window": window})
-        )
-        return [(record[0], float(record[1])) for record in records]
-
-    return Bm25Ranking(await _windowed(best, fetch, stats), tenant_id, query, stats, params)
-
-
-async def direct_bm25_scores(
-    connection: asyncpg.Connection[Any], ranking: Bm25Ranking, chunk_ids: Sequence[uuid.UUID]
-) -> dict[uuid.UUID, float]:
-    """`bm25_scores` of a `direct_bm25_ranked` ranking, on the same connection."""
-    if not chunk_ids or not ranking.stats.terms:
-        return dict.fromkeys(chunk_ids, 0.0)
-    statement = _compiled_scores()
-    values = {"tenant": ranking.tenant_id, "ids": list(chunk_ids)}
-    values |= _weights(ranking.stats, ranking.params)
-    found = {
-        r[0]: float(r[1])
-        for r in await connection.fetch(statement.sql, *statement.arguments(values))
-    }
-    return {chunk_id: found.get(chunk_id, 0.0) for chunk_id in chunk_ids}
-
-
 async def bm25_scores(
     session: AsyncSession, ranking: Bm25Ranking, chunk_ids: Sequence[uuid.UUID]
 ) -> dict[uuid.UUID, float]:
@@ -264,13 +210,13 @@ async def bm25_scores(
     scored = _scored(ranking.tenant_id, ranking.stats, ranking.params).where(
         Bm25Posting.chunk_id.in_(list(chunk_ids))
     )
-    if operators := _operators(ranking.query):
-        scored = scored.where(Bm25Posting.chunk_id.in_(select(Chunk.id).where(*operators)))
+    if matching := operators(ranking.query):
+        scored = scored.where(Bm25Posting.chunk_id.in_(select(Chunk.id).where(*matching)))
     found = {row.chunk_id: float(row.score) for row in await session.execute(scored)}
     return {chunk_id: found.get(chunk_id, 0.0) for chunk_id in chunk_ids}
 
 
-def _operators(query: str) -> list[ColumnElement[bool]]:
+def operators(query: str) -> list[ColumnElement[bool]]:
     """A query with web-search operators must also match them (phrases, exclusions, OR)."""
     if EXPLICIT_OPERATORS.search(query):
         return [KEYWORD_TERMS.op("@@")(keyword_query(query))]
@@ -288,7 +234,7 @@ WEIGHTS: dict[str, TypeEngine[Any]] = {
 }
 
 
-def _weights(stats: QueryStats, params: Bm25Params) -> dict[str, Any]:
+def weights_of(stats: QueryStats, params: Bm25Params) -> dict[str, Any]:
     """The query's lexemes with their IDFs and the constants of the BM25 formula."""
     return {
         "lexemes": [t.lexeme for t in stats.terms],
@@ -300,26 +246,26 @@ def _weights(stats: QueryStats, params: Bm25Params) -> dict[str, Any]:
 
 
 def _scored(tenant_id: str, stats: QueryStats, params: Bm25Params) -> Select[Any]:
-    """`_scoring` with this query's numbers."""
-    values = _weights(stats, params)
-    return _scoring(
-        tenant_id, {name: literal(values[name], kind) for name, kind in WEIGHTS.items()}
-    )
+    """`scoring` with this query's numbers."""
+    values = weights_of(stats, params)
+    return scoring(tenant_id, {name: literal(values[name], kind) for name, kind in WEIGHTS.items()})
 
 
-def _scoring(tenant: Any, weights: dict[str, Any]) -> Select[Any]:
+def scoring(tenant: Any, weights: dict[str, Any], joined: Any | None = None) -> Select[Any]:
     """(chunk_id, score) of every chunk holding a query term, from the postings alone;
-    `weights` are SQL values named as in WEIGHTS."""
+    `weights` are SQL values named as in WEIGHTS, from parameters or from the columns of the
+    one-row `joined` (a statement that works them out itself)."""
     lexemes = weights["lexemes"]
     idf = Grouping(weights["idfs"])[func.array_position(lexemes, Bm25Posting.lexeme)]
     tf = cast(Bm25Posting.tf, Float)
     norm = weights["norm_base"] + weights["norm_per_token"] * cast(Bm25Posting.dl, Float)
     score: ColumnElement[Any] = func.sum(idf * tf * weights["k1_plus_1"] / (tf + norm), type_=Float)
-    return (
-        select(Bm25Posting.chunk_id, score.label("score"))
-        .where(Bm25Posting.tenant_id == tenant, Bm25Posting.lexeme == any_(lexemes))
-        .group_by(Bm25Posting.chunk_id)
-    )
+    stmt = select(Bm25Posting.chunk_id, score.label("score"))
+    if joined is not None:
+        stmt = stmt.select_from(Bm25Posting).join(joined, true())
+    return stmt.where(
+        Bm25Posting.tenant_id == tenant, Bm25Posting.lexeme == any_(lexemes)
+    ).group_by(Bm25Posting.chunk_id)
 
 
 def _best(scored: Subquery, fetch: Any) -> Select[Any]:
@@ -330,7 +276,7 @@ def _best(scored: Subquery, fetch: Any) -> Select[Any]:
     )
 
 
-def _best_passing(
+def best_passing(
     scored: Subquery, conditions: Sequence[ColumnElement[bool]], fetch: Any, *, window: Any | None
 ) -> Select[Any]:
     """The chunks in score order (the best `window` of them, or all), each checked by its
@@ -349,35 +295,3 @@ def _best_passing(
         .order_by(ordered.c.score.desc(), ordered.c.chunk_id)
         .limit(fetch)
     )
-
-
-def _bound_weights() -> dict[str, Any]:
-    return {name: bindparam(name, type_=kind) for name, kind in WEIGHTS.items()}
-
-
-@functools.cache
-def _compiled_stats() -> Compiled:
-    return compiled(
-        _stats_statement(bindparam("tenant", type_=Text), bindparam("query", type_=Text))
-    )
-
-
-@functools.cache
-def _compiled_best(*, windowed: bool) -> Compiled:
-    tenant = bindparam("tenant", type_=Text)
-    scored = _scoring(tenant, _bound_weights()).subquery("scored")
-    conditions = [
-        Chunk.tenant_id == tenant,
-        Chunk.embedding_model == bindparam("model", type_=Text),
-    ]
-    window = bindparam("window", type_=Integer) if windowed else None
-    return compiled(
-        _best_passing(scored, conditions, bindparam("fetch", type_=Integer), window=window)
-    )
-
-
-@functools.cache
-def _compiled_scores() -> Compiled:
-    ids = bindparam("ids", type_=ARRAY(UUID(as_uuid=True)))
-    scored = _scoring(bindparam("tenant", type_=Text), _bound_weights())
-    return compiled(scored.where(Bm25Posting.chunk_id == any_(ids)))

@@ -94,9 +94,9 @@ async def scored_hits(
     if not scored:
         return []
     picked = Chunk.id.in_([chunk_id for chunk_id, _ in scored])
-    stmt = _hits_statement(vector, [picked])
+    stmt = hits_statement(vector, [picked])
     rows = {row.id: row._mapping for row in await session.execute(stmt)}
-    return _in_order(rows, scored, keep_order)
+    return in_order(rows, scored, keep_order)
 
 
 async def direct_scored_hits(
@@ -115,10 +115,10 @@ async def direct_scored_hits(
         row["id"]: row
         for row in (dict(zip(statement.columns, record, strict=True)) for record in records)
     }
-    return _in_order(rows, scored, keep_order=False)
+    return in_order(rows, scored, keep_order=False)
 
 
-def _hits_statement(
+def hits_statement(
     vector: Any, picking: Sequence[ColumnElement[bool]], tenant: Any | None = None
 ) -> Any:
     """The hits of the chunks `picking` selects; `tenant`: named where they are read back too
@@ -135,7 +135,7 @@ def _hits_statement(
     )
 
 
-def _in_order(
+def in_order(
     rows: Mapping[uuid.UUID, Mapping[Any, Any]],
     scored: Sequence[tuple[uuid.UUID, float]],
     keep_order: bool,
@@ -152,7 +152,7 @@ def _compiled_hits() -> Compiled:
     ids = bindparam("ids", type_=ARRAY(UUID(as_uuid=True)))
     vector = bindparam("vector", type_=Chunk.embedding.type)
     picking = [Chunk.tenant_id == tenant, Chunk.id == any_(ids)]
-    return compiled(_hits_statement(vector, picking, tenant))
+    return compiled(hits_statement(vector, picking, tenant))
 
 
 def ordered(hits: list[Hit]) -> list[Hit]:

@@ -16,22 +16,15 @@ from __future__ import annotations
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Protocol
 
-import asyncpg
 from sqlalchemy import ColumnElement
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from app.retrieval.bm25 import (
-    Bm25Ranking,
-    bm25_ranked,
-    bm25_scores,
-    direct_bm25_ranked,
-    direct_bm25_scores,
-)
+from app.retrieval.bm25 import Bm25Ranking, bm25_ranked, bm25_scores
 from app.retrieval.filters import conditions
 from app.retrieval.fusion import BothScores, FusionMethod, fuse, weighted_fuse
-from app.retrieval.nearest import cosines, direct_cosines, direct_scored, nearest_scored
+from app.retrieval.nearest import cosines, nearest_scored
 from app.retrieval.requests import SearchMode, SearchRequest
 
 Ranking = list[tuple[uuid.UUID, float]]
@@ -42,11 +35,15 @@ class Legs(Protocol):
 
     async def nearest(self) -> Ranking: ...
 
-    async def bm25_of(
-        self, ranking: Bm25Ranking, chunk_ids: Sequence[uuid.UUID]
-    ) -> dict[uuid.UUID, float]: ...
-
-    async def cosines(self, chunk_ids: Sequence[uuid.UUID]) -> dict[uuid.UUID, float]: ...
+    async def cross(
+        self,
+        ranking: Bm25Ranking,
+        bm25_of: Sequence[uuid.UUID],
+        cosine_of: Sequence[uuid.UUID],
+    ) -> tuple[dict[uuid.UUID, float], dict[uuid.UUID, float]]:
+        """The BM25 scores of `bm25_of` (0 for a chunk holding no query term) and the cosine
+        similarities of `cosine_of` (those still there)."""
+        ...
 
 
 async def ranked(legs: Legs, request: SearchRequest) -> Ranking:
@@ -62,9 +59,11 @@ async def ranked(legs: Legs, request: SearchRequest) -> Ranking:
     # cosine (two statements of at most 40 rows by key)
     cosine = dict(nearest)
     bm25 = dict(lexical.ranked)
-    bm25 |= await legs.bm25_of(lexical, [c for c in cosine if c not in bm25])
-    if missing := [c for c in bm25 if c not in cosine]:
-        cosine |= await legs.cosines(missing)
+    more_bm25, more_cosine = await legs.cross(
+        lexical, [c for c in cosine if c not in bm25], [c for c in bm25 if c not in cosine]
+    )
+    bm25 |= more_bm25
+    cosine |= more_cosine
     both = {c: BothScores(cosine.get(c, 0.0), bm25.get(c, 0.0)) for c in {*cosine, *bm25}}
     return weighted_fuse(both, ceiling=lexical.ceiling, vector_weight=request.vector_weight)
 
@@ -92,43 +91,12 @@ class SessionLegs:
     async def nearest(self) -> Ranking:
         return await nearest_scored(self.session, self.vector, self.where, self.request, self.exact)
 
-    async def bm25_of(
-        self, ranking: Bm25Ranking, chunk_ids: Sequence[uuid.UUID]
-    ) -> dict[uuid.UUID, float]:
-        return await bm25_scores(self.session, ranking, chunk_ids)
-
-    async def cosines(self, chunk_ids: Sequence[uuid.UUID]) -> dict[uuid.UUID, float]:
-        return await cosines(self.session, self.vector, chunk_ids)
-
-
-@dataclass(frozen=True, slots=True)
-class DirectLegs:
-    connection: asyncpg.Connection[Any]
-    vector: list[float]
-    request: SearchRequest
-    exact: bool
-    tenant_id: str
-    model: str
-
-    async def lexical(self) -> Bm25Ranking:
-        return await direct_bm25_ranked(
-            self.connection,
-            tenant_id=self.tenant_id,
-            model=self.model,
-            query=self.request.query,
-            fetch=self.request.fetch,
-            params=self.request.bm25,
-        )
-
-    async def nearest(self) -> Ranking:
-        return await direct_scored(
-            self.connection, self.vector, self.tenant_id, self.model, self.request, self.exact
-        )
-
-    async def bm25_of(
-        self, ranking: Bm25Ranking, chunk_ids: Sequence[uuid.UUID]
-    ) -> dict[uuid.UUID, float]:
-        return await direct_bm25_scores(self.connection, ranking, chunk_ids)
-
-    async def cosines(self, chunk_ids: Sequence[uuid.UUID]) -> dict[uuid.UUID, float]:
-        return await direct_cosines(self.connection, self.vector, self.tenant_id, chunk_ids)
+    async def cross(
+        self,
+        ranking: Bm25Ranking,
+        bm25_of: Sequence[uuid.UUID],
+        cosine_of: Sequence[uuid.UUID],
+    ) -> tuple[dict[uuid.UUID, float], dict[uuid.UUID, float]]:
+        bm25 = await bm25_scores(self.session, ranking, bm25_of)
+        cosine = await cosines(self.session, self.vector, cosine_of) if cosine_of else {}
+        return bm25, cosine

@@ -28,15 +28,12 @@ from sqlalchemy import (
     ColumnElement,
     Float,
     Integer,
-    Text,
-    any_,
     bindparam,
     func,
     literal,
     select,
     true,
 )
-from sqlalchemy.dialects.postgresql import ARRAY, UUID
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.db.models import Chunk
@@ -59,27 +56,6 @@ async def nearest_scored(
     return [(row.id, float(row.similarity)) for row in await session.execute(stmt)]
 
 
-async def direct_scored(
-    connection: asyncpg.Connection[Any],
-    vector: list[float],
-    tenant_id: str,
-    model: str,
-    request: SearchRequest,
-    exact: bool,
-) -> list[tuple[uuid.UUID, float]]:
-    """`nearest_scored` without filters, on the driver connection of a tenant transaction."""
-    statement = _compiled_scored(request.threshold is not None, exact)
-    values = {
-        "vector": vector,
-        "tenant": tenant_id,
-        "model": model,
-        "fetch": request.fetch,
-        "threshold": request.threshold,
-    }
-    records = await connection.fetch(statement.sql, *statement.arguments(values))
-    return [(record[0], float(record[1])) for record in records]
-
-
 async def cosines(
     session: AsyncSession, vector: list[float], chunk_ids: Sequence[uuid.UUID]
 ) -> dict[uuid.UUID, float]:
@@ -89,23 +65,10 @@ async def cosines(
     return {row[0]: float(row[1]) for row in rows}
 
 
-async def direct_cosines(
-    connection: asyncpg.Connection[Any],
-    vector: list[float],
-    tenant_id: str,
-    chunk_ids: Sequence[uuid.UUID],
-) -> dict[uuid.UUID, float]:
-    """`cosines` on the driver connection of a tenant transaction."""
-    statement = _compiled_cosines()
-    values = {"vector": vector, "tenant": tenant_id, "ids": list(chunk_ids)}
-    records = await connection.fetch(statement.sql, *statement.arguments(values))
-    return {record[0]: float(record[1]) for record in records}
-
-
 def _scored_statement(
     vector: Any, where: Sequence[ColumnElement[bool]], fetch: Any, threshold: Any, exact: bool
 ) -> Any:
-    passed = _candidates(vector, where, fetch, threshold, exact).subquery()
+    passed = candidates(vector, where, fetch, threshold, exact).subquery()
     return select(passed.c.id, passed.c.similarity).order_by(passed.c.distance, passed.c.id)
 
 
@@ -186,7 +149,7 @@ def direct_statement(
     return statement, statement.arguments(values)
 
 
-def _candidates(
+def candidates(
     vector: Any,
     where: Sequence[ColumnElement[bool]],
     fetch: Any,
@@ -292,36 +255,3 @@ def _tenant_statement(
         "top_k": top_k,
     }
     return with_constants(_compiled_nearest(with_threshold, exact), constants)
-
-
-def _bound_scope() -> list[ColumnElement[bool]]:
-    return [
-        Chunk.tenant_id == bindparam("tenant", type_=Text),
-        Chunk.embedding_model == bindparam("model", type_=Text),
-    ]
-
-
-@functools.cache
-def _compiled_scored(with_threshold: bool, exact: bool) -> Compiled:
-    """The candidates of a hybrid search's vector leg, compiled once for asyncpg."""
-    return compiled(
-        _scored_statement(
-            bindparam("vector", type_=Chunk.embedding.type),
-            _bound_scope(),
-            bindparam("fetch", type_=Integer),
-            bindparam("threshold", type_=Float) if with_threshold else None,
-            exact,
-        )
-    )
-
-
-@functools.cache
-def _compiled_cosines() -> Compiled:
-    vector = bindparam("vector", type_=Chunk.embedding.type)
-    similarity = (literal(1.0) - Chunk.embedding.cosine_distance(vector)).label("similarity")
-    ids = bindparam("ids", type_=ARRAY(UUID(as_uuid=True)))
-    return compiled(
-        select(Chunk.id, similarity).where(
-            Chunk.tenant_id == bindparam("tenant", type_=Text), Chunk.id == any_(ids)
-        )
-    )

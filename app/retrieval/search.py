@@ -1,9 +1,10 @@
 """Search over a tenant's chunks: vector (HNSW cosine), keyword (full text), hybrid.
 
-Vector mode is one statement (nearest.py) under the settings of planning.py. A vector search
-without filters or diversity, the commonest request, goes the direct way: the statement on
-the driver's own connection (app/db/scoped.py), no ORM session. Everything else goes through
-a session, where the caller's access condition is worked out (visibility.py).
+Vector mode is one statement (nearest.py) under the settings of planning.py. A search without
+filters or diversity, the commonest request, goes the direct way: statements compiled once,
+on the driver's own connection (app/db/scoped.py), no ORM session; for keyword and hybrid,
+their legs in one statement (direct_legs.py). Everything else goes through a session, where
+the caller's access condition is worked out (visibility.py).
 
 Keyword mode ranks by BM25 with the tenant's own statistics (bm25.py). Threshold by mode:
 vector keeps candidates with cosine similarity >= threshold; keyword ignores it (BM25 scores
@@ -29,12 +30,13 @@ from app.db.tenancy import SessionMaker, tenant_transaction
 from app.embeddings import Embedder
 from app.observability.metrics import observe_search
 from app.retrieval.bm25 import EXPLICIT_OPERATORS
+from app.retrieval.direct_legs import DirectLegs
 from app.retrieval.diversity import mmr
 from app.retrieval.filters import conditions
-from app.retrieval.hits import Hit, SearchOutcome, direct_scored_hits, scored_hits
-from app.retrieval.legs import DirectLegs, SessionLegs, ranked
+from app.retrieval.hits import Hit, SearchOutcome, scored_hits
+from app.retrieval.legs import SessionLegs, ranked
 from app.retrieval.nearest import direct_hits, direct_query, nearest_hits, nearest_scored
-from app.retrieval.planning import keeps_plan, search_settings
+from app.retrieval.planning import direct_ranked_settings, keeps_plan, search_settings
 from app.retrieval.requests import SearchMode, SearchRequest
 from app.retrieval.rerank import Reranker, RerankSkipped
 from app.retrieval.returns import ReturnCounter
@@ -207,15 +209,16 @@ async def _direct_ranked(
     exact: bool,
 ) -> tuple[list[Hit], int, Shortfall | None]:
     """A keyword or hybrid search: its legs, then the hits, on one driver connection."""
+    kept = request.mode is SearchMode.KEYWORD and keeps_plan(plans_of_sessions(sessions), tenant_id)
     async with scoped_connection(
         sessions,
         tenant_id,
-        settings=search_settings(request, tenant_id, exact=exact),
+        settings=direct_ranked_settings(request, tenant_id, exact, kept),
         read_only=True,
     ) as connection:
-        legs = DirectLegs(connection, vector, request, exact, tenant_id, model)
+        legs = DirectLegs(connection, vector, request, exact, tenant_id, model, kept=kept)
         scored = await ranked(legs, request)
-        hits = await direct_scored_hits(connection, vector, tenant_id, scored[: request.top_k])
+        hits = await legs.hits(scored[: request.top_k])
     shortfall = None
     if len(hits) < request.top_k:
         shortfall = await _own_shortfall(sessions, tenant_id, model, request, hits)
