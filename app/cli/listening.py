@@ -22,6 +22,11 @@ from typing import Any, cast
 PORT_SHARING = hasattr(socket, "SO_REUSEPORT")  # Linux, the BSDs, macOS; not Windows
 
 
+def is_ipv6(host: str) -> bool:
+    """An IPv6 address literal (`::1`, `::`): its socket family, and brackets in a URL."""
+    return ":" in host
+
+
 def _sharing_socket(family: socket.AddressFamily) -> socket.socket:
     sock = socket.socket(family, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
@@ -54,7 +59,7 @@ class PortReservation:
     that does not listen is given no connections."""
 
     def __init__(self, host: str, port: int) -> None:
-        family = socket.AF_INET6 if ":" in host else socket.AF_INET
+        family = socket.AF_INET6 if is_ipv6(host) else socket.AF_INET
         self._socket = _sharing_socket(family)
         try:
             self._socket.bind((host, port))

@@ -26,7 +26,7 @@ from uvicorn.supervisors import Multiprocess
 
 from app.api.http_protocol import uvicorn_config
 from app.auth.keys import hmac_key_source
-from app.cli.listening import PORT_SHARING, PortReservation
+from app.cli.listening import PORT_SHARING, PortReservation, is_ipv6
 from app.cli.options import fail
 from app.embeddings.onnx_model import available_cores
 from app.main import create_app
@@ -109,7 +109,7 @@ def run_server(
     (app/cli/listening.py), each building the app from the
     environment this process hands down (the database it started), their metrics shared
     through files (prometheus_client's multiprocess mode)."""
-    shown = f"[{host}]" if ":" in host else host
+    shown = f"[{host}]" if is_ipv6(host) else host
     base_url = f"http://{shown}:{port}"
     keys = hmac_key_source(settings)
     options: dict[str, Any] = {"host": host, "port": port, "log_config": log_config}

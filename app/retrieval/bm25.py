@@ -26,7 +26,7 @@ from __future__ import annotations
 import math
 import re
 import uuid
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -46,6 +46,7 @@ from sqlalchemy import (
 from sqlalchemy.dialects.postgresql import ARRAY, TSQUERY
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.sql.elements import Grouping
+from sqlalchemy.types import TypeEngine
 
 from app.db.models import KEYWORD_TERMS, Bm25Corpus, Bm25Posting, Bm25Term, Chunk
 
@@ -86,7 +87,7 @@ def keyword_query(query: str) -> ColumnElement[Any]:
     return cast(func.replace(cast(parsed, Text), " & ", " | "), TSQUERY)
 
 
-def query_lexemes(query: str) -> ColumnElement[Any]:
+def query_lexemes(query: Any) -> ColumnElement[Any]:
     """The query's distinct lexemes, by the analyser the chunks went through."""
     return func.tsvector_to_array(func.to_tsvector(TEXT_SEARCH_CONFIG, query))
 
@@ -107,23 +108,29 @@ class QueryStats:
 async def query_stats(session: AsyncSession, tenant_id: str, query: str) -> QueryStats:
     """The query's lexemes with their df and IDF in the tenant, and the tenant's avgdl: a
     few primary-key lookups."""
-    rows = (
-        await session.execute(
-            select(Bm25Term.lexeme, Bm25Term.df, Bm25Corpus.chunks, Bm25Corpus.tokens)
-            .join(Bm25Corpus, Bm25Corpus.tenant_id == Bm25Term.tenant_id)
-            .where(
-                Bm25Term.tenant_id == tenant_id,
-                Bm25Term.lexeme == func.any(query_lexemes(query)),
-                Bm25Term.df > 0,
-            )
+    return stats_of((await session.execute(stats_statement(tenant_id, query))).all())
+
+
+def stats_statement(tenant: Any, query: Any) -> Select[str, int, int, int]:
+    return (
+        select(Bm25Term.lexeme, Bm25Term.df, Bm25Corpus.chunks, Bm25Corpus.tokens)
+        .join(Bm25Corpus, Bm25Corpus.tenant_id == Bm25Term.tenant_id)
+        .where(
+            Bm25Term.tenant_id == tenant,
+            Bm25Term.lexeme == func.any(query_lexemes(query)),
+            Bm25Term.df > 0,
         )
-    ).all()
+    )
+
+
+def stats_of(rows: Sequence[Any]) -> QueryStats:
+    """`QueryStats` from the rows of the statistics statement (lexeme, df, chunks, tokens)."""
     if not rows:
         return QueryStats([], 1.0)
-    n, tokens = rows[0].chunks, rows[0].tokens
+    n, tokens = rows[0][2], rows[0][3]
     terms = [
-        QueryTerm(row.lexeme, row.df, math.log(1.0 + (n - row.df + 0.5) / (row.df + 0.5)))
-        for row in rows
+        QueryTerm(lexeme, df, math.log(1.0 + (n - df + 0.5) / (df + 0.5)))
+        for lexeme, df, _n, _tokens in rows
     ]
     terms.sort(key=lambda t: (t.df, t.lexeme))
     return QueryStats(terms, tokens / max(n, 1) or 1.0)
@@ -161,7 +168,7 @@ async def bm25_ranked(
     stats = await query_stats(session, tenant_id, query)
     if not stats.terms:
         return Bm25Ranking([], tenant_id, query, stats, params)
-    conditions = [*where, *_operators(query)]
+    conditions = [*where, *operators(query)]
     scored = _scored(tenant_id, stats, params)
     if narrowed:
         passing = select(Chunk.id).where(*conditions)
@@ -169,16 +176,27 @@ async def bm25_ranked(
         stmt = _best(scored.subquery("scored"), fetch)
         rows = [(row.id, float(row.score)) for row in await session.execute(stmt)]
         return Bm25Ranking(rows, tenant_id, query, stats, params)
-    # The best WINDOW_PER_RESULT x fetch by a top-N sort first; the whole order only when too
-    # few of those pass (a filter on the model during a reindex, say) and there are more.
+
+    async def best(window: int | None) -> list[tuple[uuid.UUID, float]]:
+        stmt = best_passing(scored.subquery("scored"), conditions, fetch, window=window)
+        return [(row.id, float(row.score)) for row in await session.execute(stmt)]
+
+    return Bm25Ranking(await windowed(best, fetch, stats), tenant_id, query, stats, params)
+
+
+async def windowed(
+    best: Callable[[int | None], Awaitable[list[tuple[uuid.UUID, float]]]],
+    fetch: int,
+    stats: QueryStats,
+) -> list[tuple[uuid.UUID, float]]:
+    """The best WINDOW_PER_RESULT x fetch by a top-N sort first; the whole order only when too
+    few of those pass (a filter on the model during a reindex, say) and there are more."""
     window = WINDOW_PER_RESULT * fetch
     postings = sum(t.df for t in stats.terms)  # at least as many as the chunks scored
-    for limit in (window, None):
-        stmt = _best_passing(scored.subquery("scored"), conditions, fetch, window=limit)
-        rows = [(row.id, float(row.score)) for row in await session.execute(stmt)]
-        if len(rows) >= fetch or postings <= window:
-            break
-    return Bm25Ranking(rows, tenant_id, query, stats, params)
+    rows = await best(window)
+    if len(rows) < fetch and postings > window:
+        rows = await best(None)
+    return rows
 
 
 async def bm25_scores(
@@ -192,40 +210,65 @@ async def bm25_scores(
     scored = _scored(ranking.tenant_id, ranking.stats, ranking.params).where(
         Bm25Posting.chunk_id.in_(list(chunk_ids))
     )
-    if operators := _operators(ranking.query):
-        scored = scored.where(Bm25Posting.chunk_id.in_(select(Chunk.id).where(*operators)))
+    if matching := operators(ranking.query):
+        scored = scored.where(Bm25Posting.chunk_id.in_(select(Chunk.id).where(*matching)))
     found = {row.chunk_id: float(row.score) for row in await session.execute(scored)}
     return {chunk_id: found.get(chunk_id, 0.0) for chunk_id in chunk_ids}
 
 
-def _operators(query: str) -> list[ColumnElement[bool]]:
+def operators(query: str) -> list[ColumnElement[bool]]:
     """A query with web-search operators must also match them (phrases, exclusions, OR)."""
     if EXPLICIT_OPERATORS.search(query):
         return [KEYWORD_TERMS.op("@@")(keyword_query(query))]
     return []
 
 
+# The numbers a BM25 statement is sent (float8: numeric arithmetic would cost more than the
+# scan), by name and type.
+WEIGHTS: dict[str, TypeEngine[Any]] = {
+    "lexemes": ARRAY(Text),
+    "idfs": ARRAY(Float),
+    "k1_plus_1": Float(),
+    "norm_base": Float(),
+    "norm_per_token": Float(),
+}
+
+
+def weights_of(stats: QueryStats, params: Bm25Params) -> dict[str, Any]:
+    """The query's lexemes with their IDFs and the constants of the BM25 formula."""
+    return {
+        "lexemes": [t.lexeme for t in stats.terms],
+        "idfs": [t.idf for t in stats.terms],
+        "k1_plus_1": params.k1 + 1.0,
+        "norm_base": params.k1 * (1.0 - params.b),
+        "norm_per_token": params.k1 * params.b / stats.avgdl,
+    }
+
+
 def _scored(tenant_id: str, stats: QueryStats, params: Bm25Params) -> Select[Any]:
-    """(chunk_id, score) of every chunk holding a query term, from the postings alone. Every
-    number is a float8 parameter: numeric arithmetic would cost more than the scan."""
-    lexemes = literal([t.lexeme for t in stats.terms], ARRAY(Text))
-    idfs = literal([t.idf for t in stats.terms], ARRAY(Float))
-    idf = Grouping(idfs)[func.array_position(lexemes, Bm25Posting.lexeme)]
+    """`scoring` with this query's numbers."""
+    values = weights_of(stats, params)
+    return scoring(tenant_id, {name: literal(values[name], kind) for name, kind in WEIGHTS.items()})
+
+
+def scoring(tenant: Any, weights: dict[str, Any], joined: Any | None = None) -> Select[Any]:
+    """(chunk_id, score) of every chunk holding a query term, from the postings alone;
+    `weights` are SQL values named as in WEIGHTS, from parameters or from the columns of the
+    one-row `joined` (a statement that works them out itself)."""
+    lexemes = weights["lexemes"]
+    idf = Grouping(weights["idfs"])[func.array_position(lexemes, Bm25Posting.lexeme)]
     tf = cast(Bm25Posting.tf, Float)
-    norm = literal(params.k1 * (1.0 - params.b), Float) + literal(
-        params.k1 * params.b / stats.avgdl, Float
-    ) * cast(Bm25Posting.dl, Float)
-    score: ColumnElement[Any] = func.sum(
-        idf * tf * literal(params.k1 + 1.0, Float) / (tf + norm), type_=Float
-    )
-    return (
-        select(Bm25Posting.chunk_id, score.label("score"))
-        .where(Bm25Posting.tenant_id == tenant_id, Bm25Posting.lexeme == any_(lexemes))
-        .group_by(Bm25Posting.chunk_id)
-    )
+    norm = weights["norm_base"] + weights["norm_per_token"] * cast(Bm25Posting.dl, Float)
+    score: ColumnElement[Any] = func.sum(idf * tf * weights["k1_plus_1"] / (tf + norm), type_=Float)
+    stmt = select(Bm25Posting.chunk_id, score.label("score"))
+    if joined is not None:
+        stmt = stmt.select_from(Bm25Posting).join(joined, true())
+    return stmt.where(
+        Bm25Posting.tenant_id == tenant, Bm25Posting.lexeme == any_(lexemes)
+    ).group_by(Bm25Posting.chunk_id)
 
 
-def _best(scored: Subquery, fetch: int) -> Select[Any]:
+def _best(scored: Subquery, fetch: Any) -> Select[Any]:
     return (
         select(scored.c.chunk_id.label("id"), scored.c.score)
         .order_by(scored.c.score.desc(), scored.c.chunk_id)
@@ -233,8 +276,8 @@ def _best(scored: Subquery, fetch: int) -> Select[Any]:
     )
 
 
-def _best_passing(
-    scored: Subquery, conditions: Sequence[ColumnElement[bool]], fetch: int, *, window: int | None
+def best_passing(
+    scored: Subquery, conditions: Sequence[ColumnElement[bool]], fetch: Any, *, window: Any | None
 ) -> Select[Any]:
     """The chunks in score order (the best `window` of them, or all), each checked by its
     primary key against `conditions` (a LATERAL probe: the executor stops once `fetch` have

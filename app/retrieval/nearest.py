@@ -24,7 +24,16 @@ from dataclasses import dataclass
 from typing import Any
 
 import asyncpg
-from sqlalchemy import ColumnElement, Float, Integer, bindparam, func, literal, select, true
+from sqlalchemy import (
+    ColumnElement,
+    Float,
+    Integer,
+    bindparam,
+    func,
+    literal,
+    select,
+    true,
+)
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.db.models import Chunk
@@ -43,9 +52,24 @@ async def nearest_scored(
     exact: bool,
 ) -> list[tuple[uuid.UUID, float]]:
     """(chunk id, similarity) of every candidate that passed the threshold, nearest first."""
-    passed = _candidates(vector, where, request.fetch, request.threshold, exact).subquery()
-    stmt = select(passed.c.id, passed.c.similarity).order_by(passed.c.distance, passed.c.id)
+    stmt = _scored_statement(vector, where, request.fetch, request.threshold, exact)
     return [(row.id, float(row.similarity)) for row in await session.execute(stmt)]
+
+
+async def cosines(
+    session: AsyncSession, vector: list[float], chunk_ids: Sequence[uuid.UUID]
+) -> dict[uuid.UUID, float]:
+    """The cosine similarity to `vector` of each of the given chunks (those still there)."""
+    similarity = literal(1.0) - Chunk.embedding.cosine_distance(vector)
+    rows = await session.execute(select(Chunk.id, similarity).where(Chunk.id.in_(chunk_ids)))
+    return {row[0]: float(row[1]) for row in rows}
+
+
+def _scored_statement(
+    vector: Any, where: Sequence[ColumnElement[bool]], fetch: Any, threshold: Any, exact: bool
+) -> Any:
+    passed = candidates(vector, where, fetch, threshold, exact).subquery()
+    return select(passed.c.id, passed.c.similarity).order_by(passed.c.distance, passed.c.id)
 
 
 async def nearest_hits(
@@ -125,7 +149,7 @@ def direct_statement(
     return statement, statement.arguments(values)
 
 
-def _candidates(
+def candidates(
     vector: Any,
     where: Sequence[ColumnElement[bool]],
     fetch: Any,

@@ -1,9 +1,10 @@
 """Search over a tenant's chunks: vector (HNSW cosine), keyword (full text), hybrid.
 
-Vector mode is one statement (nearest.py) under the settings of planning.py. A vector search
-without filters or diversity, the commonest request, goes the direct way: the statement on
-the driver's own connection (app/db/scoped.py), no ORM session. Everything else goes through
-a session, where the caller's access condition is worked out (visibility.py).
+Vector mode is one statement (nearest.py) under the settings of planning.py. A search without
+filters or diversity, the commonest request, goes the direct way: statements compiled once,
+on the driver's own connection (app/db/scoped.py), no ORM session; for keyword and hybrid,
+their legs in one statement (direct_legs.py). Everything else goes through a session, where
+the caller's access condition is worked out (visibility.py).
 
 Keyword mode ranks by BM25 with the tenant's own statistics (bm25.py). Threshold by mode:
 vector keeps candidates with cosine similarity >= threshold; keyword ignores it (BM25 scores
@@ -16,11 +17,10 @@ candidates by maximal marginal relevance (diversity.py).
 from __future__ import annotations
 
 import time
-import uuid
 from collections.abc import Sequence
 from dataclasses import replace
 
-from sqlalchemy import ColumnElement, literal, select
+from sqlalchemy import ColumnElement, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.db.models import Chunk
@@ -29,13 +29,14 @@ from app.db.state import plans_of_sessions
 from app.db.tenancy import SessionMaker, tenant_transaction
 from app.embeddings import Embedder
 from app.observability.metrics import observe_search
-from app.retrieval.bm25 import Bm25Ranking, bm25_ranked, bm25_scores
+from app.retrieval.bm25 import EXPLICIT_OPERATORS
+from app.retrieval.direct_legs import DirectLegs
 from app.retrieval.diversity import mmr
 from app.retrieval.filters import conditions
-from app.retrieval.fusion import BothScores, FusionMethod, fuse, weighted_fuse
 from app.retrieval.hits import Hit, SearchOutcome, scored_hits
+from app.retrieval.legs import SessionLegs, ranked
 from app.retrieval.nearest import direct_hits, direct_query, nearest_hits, nearest_scored
-from app.retrieval.planning import keeps_plan, search_settings
+from app.retrieval.planning import direct_ranked_settings, keeps_plan, search_settings
 from app.retrieval.requests import SearchMode, SearchRequest
 from app.retrieval.rerank import Reranker, RerankSkipped
 from app.retrieval.returns import ReturnCounter
@@ -113,18 +114,14 @@ async def _first_stage(
         # only a few chunks of the tenant gets them exactly (visibility.py). A caller not
         # counted yet in a tenant with access lists goes the session's way once, where the
         # count is made.
-        kept = keeps_plan(plans_of_sessions(sessions), tenant_id)
-        query = direct_query(vector, tenant_id, embedder.model_id, request, exact=exact, kept=kept)
-        async with scoped_connection(
-            sessions, tenant_id, settings=query.settings, read_only=True
-        ) as connection:
-            hits, total, measured = await direct_hits(connection, query)
-        # Fewer than top_k: the threshold's doing when enough were measured; otherwise
-        # explained in a transaction of its own (rare).
-        shortfall = threshold_shortfall(len(hits), measured, request.top_k, request.threshold)
-        if shortfall is None and len(hits) < request.top_k:
-            async with tenant_transaction(sessions, tenant_id) as session:
-                shortfall = await _shortfall(session, tenant_id, embedder.model_id, request, hits)
+        if request.mode is SearchMode.VECTOR:
+            hits, total, shortfall = await _direct_nearest(
+                sessions, vector, tenant_id, embedder.model_id, request, exact
+            )
+        else:
+            hits, total, shortfall = await _direct_ranked(
+                sessions, vector, tenant_id, embedder.model_id, request, exact
+            )
     else:
         listed = await access_lists_matter(sessions, tenant_id)
         async with tenant_transaction(
@@ -148,7 +145,8 @@ async def _first_stage(
                     session, vector, where, request, scope.exact
                 )
             else:
-                scored = await _ranked(session, vector, where, request, scope, tenant_id)
+                legs = SessionLegs(session, vector, where, request, scope.exact, tenant_id)
+                scored = await ranked(legs, request)
                 hits = await scored_hits(session, vector, scored[: request.top_k])
                 total = len(scored)
             shortfall = threshold_shortfall(
@@ -169,15 +167,70 @@ async def _first_stage(
 
 
 def _direct(request: SearchRequest) -> bool:
-    """Vector mode with no filters and no diversity, the commonest request, skips the ORM
-    session: one statement on the driver connection (`scoped_connection`: the settings, then
-    the statement; its read-only transaction commits after the answer). Filters are compiled
-    per request by SQLAlchemy and go the session's way."""
-    return (
-        request.mode is SearchMode.VECTOR
-        and not request.diversity
-        and not conditions(request.filters)
-    )
+    """A search with no filters and no diversity, the commonest request, skips the ORM
+    session: statements compiled once, on the driver connection (`scoped_connection`: the
+    settings, then the statements; its read-only transaction commits after the answer).
+    Filters, and the web-search operators of a keyword leg, are compiled per request by
+    SQLAlchemy and go the session's way."""
+    if request.diversity or conditions(request.filters):
+        return False
+    return request.mode is SearchMode.VECTOR or not EXPLICIT_OPERATORS.search(request.query)
+
+
+async def _direct_nearest(
+    sessions: SessionMaker,
+    vector: list[float],
+    tenant_id: str,
+    model: str,
+    request: SearchRequest,
+    exact: bool,
+) -> tuple[list[Hit], int, Shortfall | None]:
+    """A vector search in one statement."""
+    kept = keeps_plan(plans_of_sessions(sessions), tenant_id)
+    query = direct_query(vector, tenant_id, model, request, exact=exact, kept=kept)
+    async with scoped_connection(
+        sessions, tenant_id, settings=query.settings, read_only=True
+    ) as connection:
+        hits, total, measured = await direct_hits(connection, query)
+    # Fewer than top_k: the threshold's doing when enough were measured; otherwise
+    # explained in a transaction of its own (rare).
+    shortfall = threshold_shortfall(len(hits), measured, request.top_k, request.threshold)
+    if shortfall is None and len(hits) < request.top_k:
+        shortfall = await _own_shortfall(sessions, tenant_id, model, request, hits)
+    return hits, total, shortfall
+
+
+async def _direct_ranked(
+    sessions: SessionMaker,
+    vector: list[float],
+    tenant_id: str,
+    model: str,
+    request: SearchRequest,
+    exact: bool,
+) -> tuple[list[Hit], int, Shortfall | None]:
+    """A keyword or hybrid search: its legs, then the hits, on one driver connection."""
+    kept = request.mode is SearchMode.KEYWORD and keeps_plan(plans_of_sessions(sessions), tenant_id)
+    async with scoped_connection(
+        sessions,
+        tenant_id,
+        settings=direct_ranked_settings(request, tenant_id, exact, kept),
+        read_only=True,
+    ) as connection:
+        legs = DirectLegs(connection, vector, request, exact, tenant_id, model, kept=kept)
+        scored = await ranked(legs, request)
+        hits = await legs.hits(scored[: request.top_k])
+    shortfall = None
+    if len(hits) < request.top_k:
+        shortfall = await _own_shortfall(sessions, tenant_id, model, request, hits)
+    return hits, len(scored), shortfall
+
+
+async def _own_shortfall(
+    sessions: SessionMaker, tenant_id: str, model: str, request: SearchRequest, hits: list[Hit]
+) -> Shortfall | None:
+    """Why a direct search returned fewer than asked, in a transaction of its own."""
+    async with tenant_transaction(sessions, tenant_id) as session:
+        return await _shortfall(session, tenant_id, model, request, hits)
 
 
 async def _shortfall(
@@ -213,7 +266,9 @@ async def _diverse_hits(
     if request.mode is SearchMode.VECTOR:
         scored = await nearest_scored(session, vector, where, request, scope.exact)
     else:
-        scored = await _ranked(session, vector, where, request, scope, tenant_id)
+        scored = await ranked(
+            SessionLegs(session, vector, where, request, scope.exact, tenant_id), request
+        )
     rows = await session.execute(
         select(Chunk.id, Chunk.embedding).where(Chunk.id.in_([c for c, _ in scored]))
     )
@@ -235,49 +290,3 @@ def _where(
     tenant_id: str, model: str, request: SearchRequest, visible: Sequence[ColumnElement[bool]]
 ) -> list[ColumnElement[bool]]:
     return [*_tenant_scope(tenant_id, model, visible), *conditions(request.filters)]
-
-
-async def _ranked(
-    session: AsyncSession,
-    vector: list[float],
-    where: Sequence[ColumnElement[bool]],
-    request: SearchRequest,
-    scope: Scope,
-    tenant_id: str,
-) -> list[tuple[uuid.UUID, float]]:
-    """Keyword and hybrid: (chunk id, score) of every candidate that passed, best first."""
-    lexical = await bm25_ranked(
-        session,
-        tenant_id=tenant_id,
-        query=request.query,
-        where=where,
-        fetch=request.fetch,
-        params=request.bm25,
-        narrowed=bool(conditions(request.filters)),
-    )
-    if request.mode is SearchMode.KEYWORD:
-        return lexical.ranked
-    nearest = await nearest_scored(session, vector, where, request, scope.exact)
-    if request.fusion is FusionMethod.RRF:
-        return fuse([nearest, lexical.ranked], k=request.rrf_k)
-    both = await _both_scores(session, vector, nearest, lexical)
-    return weighted_fuse(both, ceiling=lexical.ceiling, vector_weight=request.vector_weight)
-
-
-async def _both_scores(
-    session: AsyncSession,
-    vector: list[float],
-    nearest: Sequence[tuple[uuid.UUID, float]],
-    lexical: Bm25Ranking,
-) -> dict[uuid.UUID, BothScores]:
-    """Every candidate of either leg with its cosine similarity and its BM25 score: the
-    vector leg's chunks missing from the keyword leg are scored by BM25, the keyword leg's
-    missing from the vector leg get their cosine (two statements of at most 40 rows by key)."""
-    cosine = dict(nearest)
-    bm25 = dict(lexical.ranked)
-    bm25 |= await bm25_scores(session, lexical, [c for c in cosine if c not in bm25])
-    if missing := [c for c in bm25 if c not in cosine]:
-        similarity = literal(1.0) - Chunk.embedding.cosine_distance(vector)
-        rows = await session.execute(select(Chunk.id, similarity).where(Chunk.id.in_(missing)))
-        cosine |= {row[0]: float(row[1]) for row in rows}
-    return {c: BothScores(cosine.get(c, 0.0), bm25.get(c, 0.0)) for c in {*cosine, *bm25}}

@@ -1,0 +1,108 @@
+"""Keyword and hybrid searches without filters take the direct path (statements compiled once,
+on the driver connection, no ORM session); with filters, the session's. Both must give the
+same answer: the same chunks, in the same order, with the same scores."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import replace
+
+import pytest
+from sqlalchemy import event
+from sqlalchemy.orm import Session
+
+from app.db.tenancy import SessionMaker
+from app.retrieval import FusionMethod, SearchMode, SearchRequest, search
+from app.retrieval.filters import SearchFilters
+from app.retrieval.hits import SearchOutcome
+from tests.conftest import registered_tenant
+from tests.fakes import WordHashEmbedder
+from tests.retrieval.test_bm25 import ingest
+
+pytestmark = pytest.mark.on_citus
+
+TEXTS = {
+    **{
+        f"zircon{i}": f"zircon crystal {'zircon ' * (i % 4)}{'quarry ' * i} mining"
+        for i in range(25)
+    },
+    **{f"quartz{i}": f"quartz and crystal {'rock ' * i} in the sand" for i in range(15)},
+    **{f"garden{i}": f"compost heaps and soil {'worms ' * i}" for i in range(10)},
+}
+QUERIES = ("zircon crystal mining", "crystal sand", "quarry worms soil", "nothing matches xyz")
+REQUESTS = [
+    {"mode": SearchMode.KEYWORD},
+    {"mode": SearchMode.HYBRID, "fusion": FusionMethod.WEIGHTED},
+    {"mode": SearchMode.HYBRID, "fusion": FusionMethod.RRF},
+    {"mode": SearchMode.HYBRID, "fusion": FusionMethod.WEIGHTED, "threshold": 0.3},
+    {"mode": SearchMode.KEYWORD, "top_k": 50},  # more than match: a shortfall
+]
+
+
+@contextmanager
+def orm_transactions() -> Iterator[list[object]]:
+    """The ORM sessions' transactions begun meanwhile."""
+    begun: list[object] = []
+
+    def count(session: Session, *_: object) -> None:
+        begun.append(session)
+
+    event.listen(Session, "after_begin", count)
+    try:
+        yield begun
+    finally:
+        event.remove(Session, "after_begin", count)
+
+
+def answer(outcome: SearchOutcome) -> list[tuple[str, int, float, float]]:
+    return [(h.external_id, h.chunk_index, h.score, h.similarity) for h in outcome.hits]
+
+
+async def test_the_direct_and_the_session_path_agree(
+    sessions: SessionMaker, embedder: WordHashEmbedder
+) -> None:
+    tenant_id = await registered_tenant(sessions)
+    await ingest(sessions, embedder, tenant_id, TEXTS)
+    # the tenant's first search probes it for access lists (remembered after)
+    await search(sessions, embedder, tenant_id=tenant_id, request=SearchRequest(query="warm"))
+    # a filter that keeps every chunk sends the same search the session's way
+    everything = SearchFilters(collections=["default"])
+    for query in QUERIES:
+        for fields in REQUESTS:
+            direct = SearchRequest(query=query, **{"top_k": 8, **fields})  # type: ignore[arg-type]
+            with orm_transactions() as begun:
+                fast = await search(sessions, embedder, tenant_id=tenant_id, request=direct)
+            if len(fast.hits) == direct.top_k:
+                assert begun == [], "a full answer took an ORM session"
+            session_way = replace(direct, filters=everything)
+            with orm_transactions() as begun:
+                slow = await search(sessions, embedder, tenant_id=tenant_id, request=session_way)
+            assert begun, "a filtered search went without an ORM session"
+            label = f"{query!r} {fields}"
+            assert answer(fast) == answer(slow), label
+            assert fast.total_found == slow.total_found, label
+            assert (fast.shortfall is None) == (slow.shortfall is None), label
+    crystal = SearchRequest(query="zircon crystal mining", mode=SearchMode.KEYWORD, top_k=3)
+    best = await search(sessions, embedder, tenant_id=tenant_id, request=crystal)
+    assert best.hits[0].external_id.startswith("zircon")
+
+
+async def test_the_direct_path_sees_only_its_tenant(
+    sessions: SessionMaker, embedder: WordHashEmbedder
+) -> None:
+    """Another tenant's chunks with the very words of the query never come back, and never
+    change a score (its statistics are its own)."""
+    mine = await registered_tenant(sessions)
+    theirs = await registered_tenant(sessions)
+    await ingest(sessions, embedder, mine, {"a": "zircon crystal", "b": "garden soil"})
+    before = {}
+    for mode in (SearchMode.KEYWORD, SearchMode.HYBRID):
+        request = SearchRequest(query="zircon crystal", mode=mode, top_k=10)
+        before[mode] = answer(await search(sessions, embedder, tenant_id=mine, request=request))
+    await ingest(sessions, embedder, theirs, {f"z{i}": "zircon crystal zircon" for i in range(30)})
+    for mode in (SearchMode.KEYWORD, SearchMode.HYBRID):
+        request = SearchRequest(query="zircon crystal", mode=mode, top_k=10)
+        outcome = await search(sessions, embedder, tenant_id=mine, request=request)
+        assert answer(outcome) == before[mode]
+        assert {h.external_id for h in outcome.hits} <= {"a", "b"}
