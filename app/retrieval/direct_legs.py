@@ -11,7 +11,9 @@ candidates and scores each leg's candidates by the other leg (the vector leg's c
 the keyword leg's by cosine), which weighted fusion needs; the fusion is Python's (legs.py,
 fusion.py), then the hits are read as every search reads them. So a keyword search sends one
 statement and a hybrid one two, where the session path sends four to six, each built per
-request. The statistics and rankings come back as arrays: one row, or one per hit.
+request. The statistics and rankings come back as arrays: one row, or one per hit. The
+statement also counts the tenant's chunks of the model up to `top_k`, from which a short answer
+is explained (shortfall.py) without a transaction more.
 
 The IDFs are computed in SQL for the ranking and again in Python from the same counts for
 the ceiling of weighted fusion: the same IEEE operations in the same order (`ln` is C's `log`
@@ -57,6 +59,7 @@ from app.retrieval.bm25 import (
 from app.retrieval.hits import Hit, direct_scored_hits, hits_statement, in_order
 from app.retrieval.nearest import candidates
 from app.retrieval.requests import SearchMode, SearchRequest
+from app.retrieval.shortfall import Shortfall, shortfall_of
 
 Ranking = list[tuple[uuid.UUID, float]]
 
@@ -131,6 +134,22 @@ class DirectLegs:
             {c: float(cosine[c]) for c in cosine_of if c in cosine},
         )
 
+    def shortfall(self, returned: int) -> Shortfall | None:
+        """Why fewer than `top_k` came back, from the count the legs statement made."""
+        request = self.request
+        if returned >= request.top_k:
+            return None
+        in_scope = int(self._read["in_scope"])
+        return shortfall_of(
+            in_scope > 0,
+            in_scope,
+            returned=returned,
+            filtered=False,
+            threshold=request.threshold,
+            keyword=request.mode is SearchMode.KEYWORD,
+            hybrid=request.mode is SearchMode.HYBRID,
+        )
+
     async def hits(self, scored: Ranking) -> list[Hit]:
         """The hits of `scored` (the fused ranking's best): a keyword search's came with its
         ranking."""
@@ -169,7 +188,10 @@ def _compiled_legs(hybrid: bool, with_threshold: bool, exact: bool, *, windowed:
     lexical = best_passing(scored, scope, fetch, window=window).cte("lexical")
     lexical = lexical.prefix_with("MATERIALIZED")
     best_first = (lexical.c.score.desc(), lexical.c.id)
+    # the tenant's chunks of the model, counted up to top_k: why fewer came back, if they did
+    scoped = select(Chunk.id).where(*scope).limit(bindparam("top_k", type_=Integer)).subquery()
     columns: list[Any] = [
+        select(func.count()).select_from(scoped).scalar_subquery().label("in_scope"),
         weights.c.lexemes,
         weights.c.dfs,
         weights.c.chunks,

@@ -219,10 +219,7 @@ async def _direct_ranked(
         legs = DirectLegs(connection, vector, request, exact, tenant_id, model, kept=kept)
         scored = await ranked(legs, request)
         hits = await legs.hits(scored[: request.top_k])
-    shortfall = None
-    if len(hits) < request.top_k:
-        shortfall = await _own_shortfall(sessions, tenant_id, model, request, hits)
-    return hits, len(scored), shortfall
+    return hits, len(scored), legs.shortfall(len(hits))
 
 
 async def _own_shortfall(

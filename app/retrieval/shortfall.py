@@ -101,11 +101,34 @@ async def explain_shortfall(
             )
         )
     ).one()
-    any_rows, in_scope = int(row[0]), int(row[1])
-    if any_rows == 0:
+    return shortfall_of(
+        int(row[0]) > 0,
+        int(row[1]),
+        returned=returned,
+        filtered=bool(filters),
+        threshold=threshold,
+        keyword=keyword,
+        hybrid=hybrid,
+    )
+
+
+def shortfall_of(
+    any_rows: bool,
+    in_scope: int,
+    *,
+    returned: int,
+    filtered: bool,
+    threshold: float | None,
+    keyword: bool,
+    hybrid: bool = False,
+) -> Shortfall:
+    """The reason, from whether the tenant holds any chunk of the model and how many chunks
+    the scope holds (counted up to `top_k`): a search that counted them itself (the direct
+    path of keyword and hybrid, direct_legs.py) needs no statement more."""
+    if not any_rows:
         reason = ShortfallReason.EMPTY
     elif in_scope <= returned:
-        reason = ShortfallReason.FILTERS if filters else ShortfallReason.SCOPE
+        reason = ShortfallReason.FILTERS if filtered else ShortfallReason.SCOPE
     elif keyword:
         reason = ShortfallReason.NO_MATCH
     elif threshold is not None:

@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import replace
+from typing import Any
 
 import pytest
 from sqlalchemy import event
@@ -16,6 +17,7 @@ from app.db.tenancy import SessionMaker
 from app.retrieval import FusionMethod, SearchMode, SearchRequest, search
 from app.retrieval.filters import SearchFilters
 from app.retrieval.hits import SearchOutcome
+from app.retrieval.shortfall import ShortfallReason
 from tests.conftest import registered_tenant
 from tests.fakes import WordHashEmbedder
 from tests.retrieval.test_bm25 import ingest
@@ -31,7 +33,7 @@ TEXTS = {
     **{f"garden{i}": f"compost heaps and soil {'worms ' * i}" for i in range(10)},
 }
 QUERIES = ("zircon crystal mining", "crystal sand", "quarry worms soil", "nothing matches xyz")
-REQUESTS = [
+REQUESTS: list[dict[str, Any]] = [
     {"mode": SearchMode.KEYWORD},
     {"mode": SearchMode.HYBRID, "fusion": FusionMethod.WEIGHTED},
     {"mode": SearchMode.HYBRID, "fusion": FusionMethod.RRF},
@@ -70,7 +72,7 @@ async def test_the_direct_and_the_session_path_agree(
     everything = SearchFilters(collections=["default"])
     for query in QUERIES:
         for fields in REQUESTS:
-            direct = SearchRequest(query=query, **{"top_k": 8, **fields})  # type: ignore[arg-type]
+            direct = SearchRequest(query=query, **{"top_k": 8, **fields})
             with orm_transactions() as begun:
                 fast = await search(sessions, embedder, tenant_id=tenant_id, request=direct)
             if len(fast.hits) == direct.top_k:
@@ -83,6 +85,12 @@ async def test_the_direct_and_the_session_path_agree(
             assert answer(fast) == answer(slow), label
             assert fast.total_found == slow.total_found, label
             assert (fast.shortfall is None) == (slow.shortfall is None), label
+            if fast.shortfall is not None and slow.shortfall is not None:
+                # the same reason, but that the filter kept every chunk: the tenant's size
+                reason = slow.shortfall.reason
+                scope = ShortfallReason.SCOPE if reason is ShortfallReason.FILTERS else reason
+                assert fast.shortfall.reason is scope, label
+                assert fast.shortfall.in_scope == slow.shortfall.in_scope, label
     crystal = SearchRequest(query="zircon crystal mining", mode=SearchMode.KEYWORD, top_k=3)
     best = await search(sessions, embedder, tenant_id=tenant_id, request=crystal)
     assert best.hits[0].external_id.startswith("zircon")
