@@ -177,16 +177,17 @@ async def test_a_million_empty_rows_is_413_with_the_default_limits(
 async def test_a_file_that_needs_more_memory_than_a_worker_may_have_is_422(
     settings: Settings, sessions: SessionMaker, embedder: WordHashEmbedder
 ) -> None:
-    # a worker's address space is ~230 MB once its readers are imported: 300 leaves it ~70
+    # a worker holds ~50-100 MB of code (each reader imported by the first file that needs
+    # it): 300 leaves ~200 MB, which these inflate past
     capped = settings.model_copy(update={"parse_max_memory_mb": 300, "parse_seconds": 60.0})
-    listing = b"# List\n\n" + b"- x\n" * 100_000  # 400 KB: 500,000 parser tokens, ~200 MB
+    listing = b"# List\n\n" + b"- x\n" * 300_000  # 1.2 MB: 1.5 million parser tokens, ~600 MB
     async with app_client(capped, sessions, embedder) as http:
         tenant = await new_tenant(http, settings, sessions)
         reply = await upload(tenant, "list.md", listing, content_type="text/markdown")
         problem = assert_problem(reply, 422)
         assert (problem["limit"], problem["value"]) == ("max_memory_mb", 300)
         assert "RAG_PARSE_MAX_MEMORY_MB" in problem["detail"]
-        page = b"<html><body>" + b"<p>" * 700_000 + b"<p>The end."  # libxml2: ~90 MB
+        page = b"<html><body>" + b"<p>" * 2_500_000 + b"<p>The end."  # libxml2: ~320 MB
         reply = await upload(tenant, "page.html", page, content_type="text/html")
         assert assert_problem(reply, 422)["limit"] == "max_memory_mb"  # not "no text"
         assert await total(tenant) == 0
