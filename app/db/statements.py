@@ -11,6 +11,7 @@ names, numbered again in order of first use (a parameter used twice keeps one nu
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -27,6 +28,11 @@ class Compiled:
     names: tuple[str, ...]  # the positional parameters' names, in order
     defaults: dict[str, Any]  # the values compiled in (constants such as the 1.0 of 1 - d)
     columns: tuple[str, ...]  # the result columns' keys, in order
+
+    def rows(self, records: Sequence[Sequence[Any]]) -> list[dict[str, Any]]:
+        """The driver's records as dictionaries by the result columns' keys (a column's key
+        may differ from its SQL name: `metadata_` is `metadata`)."""
+        return [dict(zip(self.columns, record, strict=True)) for record in records]
 
     def arguments(self, values: dict[str, Any]) -> list[Any]:
         """The positional arguments: `values` over the compiled-in defaults."""

@@ -52,9 +52,9 @@ from app.retrieval.bm25 import (
     best_passing,
     bounded_query,
     operators,
-    query_lexemes,
     scoring,
     stats_of,
+    stats_statement,
 )
 from app.retrieval.hits import Hit, direct_scored_hits, hits_statement, in_order
 from app.retrieval.nearest import candidates
@@ -163,7 +163,7 @@ class DirectLegs:
     ) -> tuple[QueryStats, Ranking]:
         records = await self.connection.fetch(statement.sql, *statement.arguments(values))
         # at least one row: the weights' (an aggregate without GROUP BY), hits beside it
-        self._rows = [dict(zip(statement.columns, r, strict=True)) for r in records]
+        self._rows = statement.rows(records)
         self._read = self._rows[0]
         counts = [
             (lexeme, df, self._read["chunks"], self._read["tokens"])
@@ -209,8 +209,8 @@ def _compiled_legs(hybrid: bool, with_threshold: bool, exact: bool, *, windowed:
     threshold = bindparam("threshold", type_=Float) if with_threshold else None
     near = candidates(vector, scope, fetch, threshold, exact).cte("nearest_leg")
     nearest_first = (near.c.distance, near.c.id)
-    # each leg's candidates scored by the other (weighted fusion's cross scores)
-    # each as one array of ids: index conditions on the keys
+    # each leg's candidates scored by the other (weighted fusion's cross scores), their ids
+    # as one array: index conditions on the keys
     by_bm25 = _scored(tenant, weights).where(Bm25Posting.chunk_id == any_(_ids(near))).subquery()
     similarity = literal(1.0, Float) - Chunk.embedding.cosine_distance(vector)
     by_cosine = (
@@ -276,13 +276,8 @@ def _weights(tenant: Any, query: Any) -> Any:
     half = literal(0.5, Float)
     idf = func.ln(literal(1.0, Float) + (chunks - df + half) / (df + half))
     terms = (
-        select(Bm25Term.lexeme, Bm25Term.df, Bm25Corpus.chunks, Bm25Corpus.tokens, idf.label("idf"))
-        .join(Bm25Corpus, Bm25Corpus.tenant_id == Bm25Term.tenant_id)
-        .where(
-            Bm25Term.tenant_id == tenant,
-            Bm25Term.lexeme == func.any(query_lexemes(query)),
-            Bm25Term.df > 0,
-        )
+        stats_statement(tenant, query)
+        .add_columns(idf.label("idf"))
         .cte("terms")
         .prefix_with("MATERIALIZED")
     )

@@ -111,10 +111,7 @@ async def direct_scored_hits(
     statement = _compiled_hits()
     values = {"vector": vector, "tenant": tenant_id, "ids": [chunk_id for chunk_id, _ in scored]}
     records = await connection.fetch(statement.sql, *statement.arguments(values))
-    rows = {
-        row["id"]: row
-        for row in (dict(zip(statement.columns, record, strict=True)) for record in records)
-    }
+    rows = {row["id"]: row for row in statement.rows(records)}
     return in_order(rows, scored, keep_order=False)
 
 

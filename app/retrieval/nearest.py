@@ -117,9 +117,7 @@ async def direct_hits(
     """`nearest_hits` without filters (`direct_query`), on the driver connection, the rows
     read as the driver returns them."""
     records = await connection.fetch(query.statement.sql, *query.arguments)
-    return ranked_hits(
-        [dict(zip(query.statement.columns, record, strict=True)) for record in records]
-    )
+    return ranked_hits(query.statement.rows(records))
 
 
 def direct_statement(

@@ -93,19 +93,6 @@ def direct_settings(
     return settings | {"plan_cache_mode": GENERIC} if kept else settings
 
 
-def direct_ranked_settings(
-    request: SearchRequest, tenant_id: str, exact: bool, kept: bool
-) -> dict[str, Setting]:
-    """A keyword or hybrid search's on the direct path. A keyword search of a tenant searched
-    again and again runs a statement of its own (direct_legs.py), as vector search does, whose
-    plan is made once per connection and kept: planning it at every run cost PostgreSQL about
-    1 ms of CPU per search (3.8-4.7 against 2.9-3.1 ms, 1,500 abstracts, MEDLINE queries).
-    Hybrid's is planned at every run: Citus cannot make a distributed plan of it generic
-    ("could not create distributed plan"), tests/retrieval on Citus."""
-    settings = search_settings(request, tenant_id, exact=exact)
-    return settings | {"plan_cache_mode": GENERIC} if kept else settings
-
-
 def keeps_plan(plans: PlanMemory, tenant_id: str) -> bool:
     """Counts this search of `tenant_id`: whether it uses the tenant's own statement."""
     searches = plans.searches.put(tenant_id, (plans.searches.get(tenant_id) or 0) + 1)
