@@ -36,7 +36,7 @@ from app.retrieval.filters import conditions
 from app.retrieval.hits import Hit, SearchOutcome, scored_hits
 from app.retrieval.legs import SessionLegs, ranked
 from app.retrieval.nearest import direct_hits, direct_query, nearest_hits, nearest_scored
-from app.retrieval.planning import direct_settings, keeps_plan, search_settings
+from app.retrieval.planning import keeps_plan, search_settings
 from app.retrieval.requests import SearchMode, SearchRequest
 from app.retrieval.rerank import Reranker, RerankSkipped
 from app.retrieval.returns import ReturnCounter
@@ -208,20 +208,19 @@ async def _direct_ranked(
     request: SearchRequest,
     exact: bool,
 ) -> tuple[list[Hit], int, Shortfall | None]:
-    """A keyword or hybrid search: its legs, then the hits, on one driver connection. A
-    keyword search of a tenant searched again and again runs a statement of its own, as vector
-    search does, whose plan is kept: planning it at every run cost PostgreSQL about 1 ms of CPU
-    per search (3.8-4.7 against 2.9-3.1 ms, 1,500 abstracts, MEDLINE queries). Hybrid's is
-    planned at every run: Citus cannot make a generic distributed plan of it ("could not
-    create distributed plan", tests/retrieval on Citus)."""
-    kept = request.mode is SearchMode.KEYWORD and keeps_plan(plans_of_sessions(sessions), tenant_id)
+    """A keyword or hybrid search: its legs, then the hits, on one driver connection. Their
+    statement is planned at every run (the tenant a parameter). A plan kept per tenant saved
+    PostgreSQL about 1 ms of CPU per keyword search, but on Citus a kept plan of this
+    statement named a shard that isolating the tenant had just replaced ("could not find valid
+    entry for shard", tests/citus/test_operations.py), and Citus makes no generic plan of
+    hybrid's at all."""
     async with scoped_connection(
         sessions,
         tenant_id,
-        settings=direct_settings(request, tenant_id, exact, kept),
+        settings=search_settings(request, tenant_id, exact=exact),
         read_only=True,
     ) as connection:
-        legs = DirectLegs(connection, vector, request, exact, tenant_id, model, kept=kept)
+        legs = DirectLegs(connection, vector, request, exact, tenant_id, model)
         scored = await ranked(legs, request)
         hits = await legs.hits(scored[: request.top_k])
     return hits, len(scored), legs.shortfall(len(hits))
