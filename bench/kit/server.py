@@ -62,7 +62,7 @@ def free_port() -> int:
 @contextmanager
 def serve(db: BenchDatabase, *, redis_url: str | None) -> Iterator[str]:
     """`rag serve` in a subprocess, as the runtime role, with the local model: its URL."""
-    with serve_process(db, redis_url=redis_url) as (url, _process):
+    with serve_process(db, redis_url=redis_url) as (url, _process, _log):
         yield url
 
 
@@ -73,9 +73,9 @@ def serve_process(
     redis_url: str | None,
     workers: int = 1,
     env: Mapping[str, str] | None = None,
-) -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
-    """`rag serve --workers N` as above, `env` added to its environment: its URL and process
-    (the workers are the process's children)."""
+) -> Iterator[tuple[str, subprocess.Popen[bytes], str]]:
+    """`rag serve --workers N` as above, `env` added to its environment: its URL, process
+    (the workers are the process's children) and the file its output goes to (JSON lines)."""
     port = free_port()
     settings = db.settings
     environment = {
@@ -113,7 +113,7 @@ def serve_process(
             if time.monotonic() > deadline:
                 raise RuntimeError(f"rag serve not ready after 180 s; see {logfile.name}")
             time.sleep(0.5)
-        yield url, process
+        yield url, process, logfile.name
     finally:
         process.terminate()
         try:

@@ -17,8 +17,9 @@ query embedding computed by the local model), "cached" ones cycle through 100 wa
 keyword never embeds; `healthz` (asked for by name) is `GET /healthz`, the cost of the HTTP
 stack and its middleware around a request that does nothing. Each run reports searches/s,
 P50/P95/P99, errors and the CPU time per search of the service's processes, of PostgreSQL's,
-of Redis and of wrk; `utilisation` is
-searches/s x CPU s per search / cores. In the same run, measured alone: the local model's
+of Redis and of wrk; `utilisation` is searches/s x CPU s per search / cores. Beside wrk's
+latency, the P50 and P99 inside the service, from its access lines (inside.py): what wrk
+sees beyond them is time a request waited before a worker's event loop took it up. In the same run, measured alone: the local model's
 CPU per query embedding, and the CPU per search of the retrieval code and of PostgreSQL
 when the service's search runs in this process, one at a time. `--peers` adds
 Chroma's HTTP server (`chroma run`) on the same vectors, query vectors given, the same wrk
@@ -58,6 +59,7 @@ from bench.saturation.cpu import (
     postmaster_pid,
     worker_pids,
 )
+from bench.saturation.inside import AccessLog, percentiles
 from bench.saturation.report import chart, run_table
 from bench.saturation.texts import TextSupply, distinct_texts
 from bench.saturation.wrk import RunResult, Target, run
@@ -201,7 +203,9 @@ def _service_runs(
     with serve_process(db, redis_url=plan.redis_url, workers=workers, env=environment) as (
         url,
         process,
+        log_path,
     ):
+        access = AccessLog(log_path)
         _wait_for_workers(process.pid, workers)
         meter = Meter(
             {
@@ -230,6 +234,7 @@ def _service_runs(
                 else:
                     bodies = [body(t, series, plan) for t in cached]
                 workers_meter.start()
+                since = access.mark()
                 result = run(target, bodies, clients=clients, seconds=plan.seconds, meter=meter)
                 per_worker = workers_meter.stop()
                 rate = max(rate, result.per_second)
@@ -239,6 +244,7 @@ def _service_runs(
                 rows[-1]["busiest_worker_share"] = round(
                     max(per_worker.values()) / (sum(per_worker.values()) or 1), 3
                 )
+                rows[-1] |= percentiles(access.durations(since, target.path))
                 _print_run(rows[-1])
         if plan.profile_seconds and workers == max(plan.workers):
             for series in plan.series:
@@ -326,6 +332,12 @@ def _print_run(row: dict[str, Any]) -> None:
         f"{row['per_second']:7.1f}/s  p50 {row['p50_ms']:.1f}  p99 {row['p99_ms']:.1f} ms  "
         f"errors {row['errors']}  cpu ms/req: {parts}"
         f"  busiest worker {row.get('busiest_worker_share', 1):.0%}"
+        + (
+            f"  inside the service: p50 {row['inside_p50_ms']:.1f}"
+            f"  p99 {row['inside_p99_ms']:.1f} ms"
+            if "inside_p99_ms" in row
+            else ""
+        )
     )
 
 

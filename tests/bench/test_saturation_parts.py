@@ -1,9 +1,12 @@
 """The saturation bench's parts that the reliability test does not drive: Chroma's HTTP
-server as the peer (started, loaded, queried by wrk) and the profile's sums by part."""
+server as the peer (started, loaded, queried by wrk), the profile's sums by part and the
+latency inside the service read from its access lines."""
 
 from __future__ import annotations
 
+import json
 import uuid
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -11,6 +14,7 @@ import pytest
 from bench.kit.synthetic import Loaded, TenantSlice
 from bench.saturation.chroma import ChromaServer
 from bench.saturation.cpu import Meter, ProcessTree, ReapedChildren
+from bench.saturation.inside import AccessLog, percentiles
 from bench.saturation.profile import shares
 from bench.saturation.wrk import Target, run
 
@@ -55,3 +59,30 @@ def test_chroma_server_is_loaded_and_answers_the_load() -> None:
     assert result.requests > 4, result
     assert result.errors == 0, result
     assert result.cpu_s["chroma"] > 0
+
+
+def access(route: str, ms: float) -> str:
+    return json.dumps({"level": "INFO", "logger": "app.access", "route": route, "duration_ms": ms})
+
+
+def test_the_durations_of_one_route_written_after_the_mark(tmp_path: Path) -> None:
+    path = tmp_path / "serve.log"
+    path.write_text(access("/api/rag/search", 99.0) + "\n")
+    log = AccessLog(path)
+    since = log.mark()
+    lines = [
+        access("/api/rag/search", 4.0),
+        access("/healthz", 50.0),
+        json.dumps({"logger": "app.serve", "message": "route /api/rag/search"}),
+        "a line that is not JSON",
+        access("/api/rag/search", 2.0),
+    ]
+    with path.open("a") as file:
+        file.write("\n".join(lines) + "\n")
+    durations = log.durations(since, "/api/rag/search")
+    assert durations == [4.0, 2.0]
+    assert percentiles([float(ms) for ms in range(1, 101)]) == {
+        "inside_p50_ms": 50.5,
+        "inside_p99_ms": 99.0,
+    }
+    assert percentiles(durations[:1]) == {}
