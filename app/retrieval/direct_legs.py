@@ -1,7 +1,8 @@
 """The legs of a keyword or hybrid search without filters, each in as few statements as they
 can be: for the direct path (app/retrieval/search.py), on the driver connection of a scoped
 transaction, every statement compiled once by SQLAlchemy with the tenant and the query as
-parameters.
+parameters, or, for a tenant searched again and again, with the tenant written in
+(`_tenant_legs`: a plan kept on one server, planning.py's `ranked_settings`).
 
 One statement works out the query's term statistics in the tenant (its lexemes' df, the
 tenant's chunk and token counts, each lexeme's IDF) and ranks the chunks by BM25 with them.
@@ -44,7 +45,7 @@ from sqlalchemy import (
 from sqlalchemy.dialects.postgresql import ARRAY, UUID, aggregate_order_by
 
 from app.db.models import Bm25Corpus, Bm25Posting, Bm25Term, Chunk
-from app.db.statements import Compiled, compiled
+from app.db.statements import Compiled, compiled, with_constants
 from app.retrieval.bm25 import (
     WINDOW_PER_RESULT,
     Bm25Ranking,
@@ -75,9 +76,12 @@ class DirectLegs:
         exact: bool,
         tenant_id: str,
         model: str,
+        *,
+        kept: bool = False,
     ) -> None:
         self.connection, self.vector, self.request = connection, vector, request
         self.exact, self.tenant_id, self.model = exact, tenant_id, model
+        self.kept = kept  # the tenant's own statement (planning.py, `ranked_settings`)
         self._read: dict[str, Any] = {}
         self._rows: list[dict[str, Any]] = []
 
@@ -101,12 +105,19 @@ class DirectLegs:
             "vector": self.vector,
             "threshold": request.threshold,
         }
-        shape = (request.mode is SearchMode.HYBRID, request.threshold is not None, self.exact)
-        stats, ranked = await self._legs(_compiled_legs(*shape, windowed=True), values)
+        stats, ranked = await self._legs(self._statement(windowed=True), values)
         if len(ranked) < request.fetch and sum(t.df for t in stats.terms) > window:
             # too few of the best window passed (a filter on the model during a reindex, say)
-            stats, ranked = await self._legs(_compiled_legs(*shape, windowed=False), values)
+            stats, ranked = await self._legs(self._statement(windowed=False), values)
         return Bm25Ranking(ranked, self.tenant_id, query, stats, params)
+
+    def _statement(self, *, windowed: bool) -> Compiled:
+        request = self.request
+        shape = (request.mode is SearchMode.HYBRID, request.threshold is not None, self.exact)
+        if not self.kept:
+            return _compiled_legs(*shape, windowed=windowed)
+        constants = (self.tenant_id, self.model, request.fetch, request.top_k)
+        return _tenant_legs(*shape, windowed, *constants)
 
     async def nearest(self) -> Ranking:
         return _pairs(self._read, "nearest_ids", "similarities")
@@ -217,6 +228,31 @@ def _compiled_legs(hybrid: bool, with_threshold: bool, exact: bool, *, windowed:
         _array(by_cosine.c.similarity, (by_cosine.c.id,), "cosines"),
     ]
     return compiled(select(*columns).select_from(weights))
+
+
+@functools.lru_cache(maxsize=4096)
+def _tenant_legs(
+    hybrid: bool,
+    with_threshold: bool,
+    exact: bool,
+    windowed: bool,
+    tenant_id: str,
+    model: str,
+    fetch: int,
+    top_k: int,
+) -> Compiled:
+    """The legs statement with the tenant, the model and the limits written in as constants: a
+    statement of its own per tenant, whose generic plan sees them (planning.py); the query and
+    its numbers stay parameters."""
+    constants: dict[str, str | int] = {
+        "tenant": tenant_id,
+        "model": model,
+        "fetch": fetch,
+        "window": WINDOW_PER_RESULT * fetch,
+        "top_k": top_k,
+    }
+    general = _compiled_legs(hybrid, with_threshold, exact, windowed=windowed)
+    return with_constants(general, {k: v for k, v in constants.items() if k in general.names})
 
 
 def _scored(tenant: Any, weights: Any) -> Any:

@@ -12,12 +12,14 @@ direct vector statement of its own instead (nearest.py: the tenant, the model an
 written in as constants), whose plan is made once per connection and kept
 (`force_generic_plan`): planning was 0.9-1.4 ms of every search. A kept plan is made again when
 the table's statistics or indexes change (ANALYZE, a dedicated index created or dropped), as a
-custom plan would see them.
+custom plan would see them. So is a keyword or hybrid search's legs statement (direct_legs.py),
+on one server only (`ranked_settings`).
 """
 
 from __future__ import annotations
 
 from app.db.indexes import by_dedicated_index_size
+from app.db.settings_sql import Computed
 from app.db.state import PlanMemory
 from app.db.tenancy import Setting
 from app.retrieval.requests import SearchMode, SearchRequest
@@ -33,6 +35,10 @@ EF_LARGEST = 300
 EF_SHARED = 100
 EF_PER_ROW = 4  # the automatic ef_search is at least 4x the results asked for
 CUSTOM, GENERIC = "force_custom_plan", "force_generic_plan"
+# Kept on one server, made at every run on a Citus coordinator (its own catalog says which).
+GENERIC_ON_ONE_SERVER = Computed(
+    f"'{CUSTOM}'", when="to_regclass('pg_dist_partition') is not null", otherwise=GENERIC
+)
 
 # A tenant's own statement costs a prepare and a plan on its first run on a connection
 # (+0.8 ms) and saves the plan (0.8 ms) on every later run (docs/BENCHMARKS.md, "Vectors in
@@ -91,6 +97,19 @@ def direct_settings(
     per connection."""
     settings = search_settings(request, tenant_id, exact=exact)
     return settings | {"plan_cache_mode": GENERIC} if kept else settings
+
+
+def ranked_settings(
+    request: SearchRequest, tenant_id: str, exact: bool, kept: bool
+) -> dict[str, Setting]:
+    """A direct keyword or hybrid search's: the search's, with the tenant's own legs statement
+    (`kept`) planned once per connection on one server, which saves PostgreSQL 2-3 ms of CPU per
+    search (docs/BENCHMARKS.md, "The cost of one request"). On Citus it is planned at every run:
+    a kept plan of it named the tenant's shard, and isolating the tenant replaced that shard
+    under it ("could not find valid entry for shard", tests/citus/test_operations.py); Citus
+    makes no generic plan of hybrid's at all ("could not create distributed plan")."""
+    settings = search_settings(request, tenant_id, exact=exact)
+    return settings | {"plan_cache_mode": GENERIC_ON_ONE_SERVER} if kept else settings
 
 
 def keeps_plan(plans: PlanMemory, tenant_id: str) -> bool:

@@ -36,7 +36,7 @@ from app.retrieval.filters import conditions
 from app.retrieval.hits import Hit, SearchOutcome, scored_hits
 from app.retrieval.legs import SessionLegs, ranked
 from app.retrieval.nearest import direct_hits, direct_query, nearest_hits, nearest_scored
-from app.retrieval.planning import keeps_plan, search_settings
+from app.retrieval.planning import keeps_plan, ranked_settings, search_settings
 from app.retrieval.requests import SearchMode, SearchRequest
 from app.retrieval.rerank import Reranker, RerankSkipped
 from app.retrieval.returns import ReturnCounter
@@ -208,19 +208,17 @@ async def _direct_ranked(
     request: SearchRequest,
     exact: bool,
 ) -> tuple[list[Hit], int, Shortfall | None]:
-    """A keyword or hybrid search: its legs, then the hits, on one driver connection. Their
-    statement is planned at every run (the tenant a parameter). A plan kept per tenant saved
-    PostgreSQL about 1 ms of CPU per keyword search, but on Citus a kept plan of this
-    statement named a shard that isolating the tenant had just replaced ("could not find valid
-    entry for shard", tests/citus/test_operations.py), and Citus makes no generic plan of
-    hybrid's at all."""
+    """A keyword or hybrid search: its legs, then the hits, on one driver connection. A
+    tenant searched again and again runs a legs statement of its own, as vector search does,
+    whose plan is kept on one server (planning.py, `ranked_settings`)."""
+    kept = keeps_plan(plans_of_sessions(sessions), tenant_id)
     async with scoped_connection(
         sessions,
         tenant_id,
-        settings=search_settings(request, tenant_id, exact=exact),
+        settings=ranked_settings(request, tenant_id, exact, kept),
         read_only=True,
     ) as connection:
-        legs = DirectLegs(connection, vector, request, exact, tenant_id, model)
+        legs = DirectLegs(connection, vector, request, exact, tenant_id, model, kept=kept)
         scored = await ranked(legs, request)
         hits = await legs.hits(scored[: request.top_k])
     return hits, len(scored), legs.shortfall(len(hits))

@@ -10,15 +10,16 @@ from dataclasses import replace
 from typing import Any
 
 import pytest
-from sqlalchemy import event
+from sqlalchemy import event, text
 from sqlalchemy.orm import Session
 
-from app.db.tenancy import SessionMaker
+from app.db.tenancy import SessionMaker, registry_transaction
 from app.retrieval import FusionMethod, SearchMode, SearchRequest, search
 from app.retrieval.filters import SearchFilters
 from app.retrieval.hits import SearchOutcome
+from app.retrieval.planning import KEEP_PLAN_FROM
 from app.retrieval.shortfall import ShortfallReason
-from tests.conftest import registered_tenant
+from tests.conftest import DatabaseUrls, registered_tenant
 from tests.fakes import WordHashEmbedder
 from tests.retrieval.test_bm25 import ingest
 
@@ -114,3 +115,42 @@ async def test_the_direct_path_sees_only_its_tenant(
         outcome = await search(sessions, embedder, tenant_id=mine, request=request)
         assert answer(outcome) == before[mode]
         assert {h.external_id for h in outcome.hits} <= {"a", "b"}
+
+
+async def test_a_tenant_searched_again_keeps_its_plan_on_one_server(
+    sessions: SessionMaker, embedder: WordHashEmbedder, database: DatabaseUrls
+) -> None:
+    """From a tenant's KEEP_PLAN_FROM-th direct search on, keyword and hybrid searches run a
+    legs statement of the tenant's own: its plan made once per connection and kept on one
+    server, made at every run on Citus (a kept plan there names a shard that isolating the
+    tenant replaces; planning.py, `ranked_settings`)."""
+    tenant_id = await registered_tenant(sessions)
+    await ingest(sessions, embedder, tenant_id, TEXTS)
+    runs = KEEP_PLAN_FROM + 2
+    for mode in (SearchMode.KEYWORD, SearchMode.HYBRID):
+        request = SearchRequest(query="zircon crystal mining", mode=mode, top_k=5)
+        answers = {
+            tuple(answer(await search(sessions, embedder, tenant_id=tenant_id, request=request)))
+            for _ in range(runs)
+        }
+        assert len(answers) == 1, f"{mode}: a kept plan changed the answer"
+    async with registry_transaction(sessions) as session:
+        prepared = (
+            await session.execute(
+                text(
+                    "select generic_plans, custom_plans from pg_prepared_statements"
+                    " where statement like '%bm25_postings%' and statement like :tenant"
+                ),
+                {"tenant": f"%'{tenant_id}'%"},
+            )
+        ).all()
+    assert len(prepared) == 2, prepared  # keyword's and hybrid's
+    # executions under each plan: keyword's from the tenant's KEEP_PLAN_FROM-th search on (the
+    # first ones ran the statement every tenant shares, the tenant a parameter), all of
+    # hybrid's (the tenant's searches are counted whatever their mode)
+    own_runs = runs - KEEP_PLAN_FROM + 1
+    planned = sorted((row.generic_plans, row.custom_plans) for row in prepared)
+    if database.cluster is None:
+        assert planned == [(own_runs, 0), (runs, 0)], planned  # generic: made once, kept
+    else:
+        assert planned == [(0, own_runs), (0, runs)], planned
