@@ -26,7 +26,7 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from app.db.engine import async_url, create_engine, create_sessionmaker
-from app.db.failures import is_replica_failure
+from app.db.failures import is_replica_failure, is_shard_gone
 from app.db.lag import Lag, PrimaryHistory, measure, primary_position, standby_state
 from app.db.scoped import settled
 from app.db.tenancy import SessionMaker
@@ -118,6 +118,7 @@ class ReplicaSet:
         self.verdict_seconds = 3 * check_seconds + check_timeout_seconds
         self.history = PrimaryHistory(keep_seconds=2 * max_lag_seconds + 10 * check_seconds)
         self.primary_reads = self.failovers = 0
+        self.shard_retries = 0  # reads run again because Citus replaced their shard meanwhile
         self._turn = 0
 
     def pick(self) -> Replica | None:
@@ -147,7 +148,8 @@ class ReplicaSet:
     ) -> T:
         """`work` on a replica when allowed and one is healthy, else on the primary. A replica
         failure runs it once more on the primary; with `recheck_missing`, so does NotFound
-        (an id the client just got from a write may not have reached the replica yet)."""
+        (an id the client just got from a write may not have reached the replica yet). On the
+        primary, a read whose Citus shard was replaced under it runs once more (failures.py)."""
         replica = self.pick() if consistency is ReadConsistency.REPLICA else None
         if replica is not None:
             try:
@@ -161,6 +163,13 @@ class ReplicaSet:
                     raise
                 self._failed(replica, error)
         self.primary_reads += 1
+        try:
+            return await work(primary)
+        except Exception as error:
+            if not is_shard_gone(error):
+                raise
+            _log.info("a read's shard was replaced under it (%s); reading again", error)
+        self.shard_retries += 1
         return await work(primary)
 
     def _failed(self, replica: Replica, error: Exception) -> None:

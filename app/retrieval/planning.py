@@ -104,10 +104,9 @@ def ranked_settings(
 ) -> dict[str, Setting]:
     """A direct keyword or hybrid search's: the search's, with the tenant's own legs statement
     (`kept`) planned once per connection on one server, which saves PostgreSQL 2-3 ms of CPU per
-    search (docs/BENCHMARKS.md, "The cost of one request"). On Citus it is planned at every run:
-    a kept plan of it named the tenant's shard, and isolating the tenant replaced that shard
-    under it ("could not find valid entry for shard", tests/citus/test_operations.py); Citus
-    makes no generic plan of hybrid's at all ("could not create distributed plan")."""
+    search (docs/BENCHMARKS.md, "Keyword and hybrid search"). On Citus it is planned at every
+    run: Citus makes no generic plan of hybrid's ("could not create distributed plan"), and a
+    kept router plan would name the tenant's shard, which a shard move replaces."""
     settings = search_settings(request, tenant_id, exact=exact)
     return settings | {"plan_cache_mode": GENERIC_ON_ONE_SERVER} if kept else settings
 

@@ -9,7 +9,7 @@ import pytest
 from pydantic import ValidationError
 from sqlalchemy import exc as sa_exc
 
-from app.db.failures import is_replica_failure, is_unreachable
+from app.db.failures import is_replica_failure, is_shard_gone, is_unreachable
 from app.db.lag import PrimaryHistory, StandbyState, measure
 from app.db.replicas import ReadConsistency, ReplicaSet, location
 from app.settings import Settings
@@ -113,6 +113,48 @@ async def test_without_replicas_every_read_goes_to_the_primary() -> None:
     for consistency in ReadConsistency:
         assert await replicas.read(primary, work, consistency=consistency) is primary  # type: ignore[arg-type]
     assert replicas.primary_reads == 2
+
+
+SHARD_GONE = asyncpg.InternalServerError("could not find valid entry for shard 102045")
+
+
+@pytest.mark.parametrize(
+    ("error", "gone"),
+    [
+        (SHARD_GONE, True),  # the direct path
+        (wrapped(SHARD_GONE), True),  # the ORM path
+        (asyncpg.InternalServerError("cache lookup failed for relation 16384"), False),
+        (wrapped(asyncpg.UndefinedTableError("could not find valid entry for shard 1")), False),
+        (ValueError("could not find valid entry for shard 1"), False),
+    ],
+)
+def test_a_shard_replaced_under_a_read_is_told_from_other_errors(
+    error: Exception, gone: bool
+) -> None:
+    assert is_shard_gone(error) is gone
+
+
+async def test_a_read_whose_shard_was_replaced_runs_once_more_on_the_primary() -> None:
+    """Citus planned it on a shard that a tenant isolation replaced before it ran: planned again
+    it reads the new shard. Once: a second such error, or any other, is the caller's."""
+    replicas = ReplicaSet()
+    failures = [wrapped(SHARD_GONE)]
+
+    async def work(sessions: object) -> object:
+        if failures:
+            raise failures.pop()
+        return sessions
+
+    primary = object()
+    assert await replicas.read(primary, work) is primary  # type: ignore[arg-type]
+    assert replicas.shard_retries == 1
+    failures[:] = [SHARD_GONE, SHARD_GONE]
+    with pytest.raises(asyncpg.InternalServerError):
+        await replicas.read(primary, work)  # type: ignore[arg-type]
+    failures[:] = [ValueError("a bug")]
+    with pytest.raises(ValueError, match="a bug"):
+        await replicas.read(primary, work)  # type: ignore[arg-type]
+    assert replicas.shard_retries == 2
 
 
 def test_replica_urls_are_read_from_one_variable(monkeypatch: pytest.MonkeyPatch) -> None:
