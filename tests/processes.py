@@ -3,10 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-import itertools
-import os
 import shutil
-import socket
 import tempfile
 import time
 from collections.abc import Iterator
@@ -16,6 +13,10 @@ from pathlib import Path
 import httpx
 from redis.asyncio import Redis
 from redis.exceptions import RedisError
+
+from bench.kit.ports import free_port
+
+__all__ = ["free_port"]  # ports for the servers the tests start (bench/kit/ports.py)
 
 
 @contextmanager
@@ -28,32 +29,6 @@ def scratch_directory(prefix: str) -> Iterator[Path]:
         yield directory
     finally:
         shutil.rmtree(directory, ignore_errors=True)
-
-
-# Ports handed to the servers the tests start: each pytest-xdist worker (and the controller,
-# or a run without xdist) takes from a block of its own, below Linux's ephemeral range
-# (32768-60999) where no outgoing connection lands. A port asked of the kernel (bind to 0)
-# could be handed to another worker's server between our check and our server's bind, and
-# our readiness poll then got its 200 from that server (seen in CI: `rag serve` was sent
-# Ctrl-C while it was still importing).
-FIRST_PORT, BLOCK = 20_000, 1_000
-_taken = itertools.count()
-
-
-def free_port() -> int:
-    """A port free now that no other test process hands out."""
-    worker = os.environ.get("PYTEST_XDIST_WORKER", "")  # "gw0", "gw1"... or none
-    block = int(worker[2:]) + 1 if worker[2:].isdigit() else 0
-    start = FIRST_PORT + (block % 12) * BLOCK
-    for _ in range(BLOCK):
-        port = start + next(_taken) % BLOCK
-        with socket.socket() as sock:
-            try:
-                sock.bind(("127.0.0.1", port))
-            except OSError:
-                continue  # in use, or still in TIME_WAIT from an earlier server
-            return port
-    raise RuntimeError(f"no free port in {start}-{start + BLOCK - 1}")
 
 
 def wait_healthy(url: str, timeout: float = 240) -> bool:

@@ -25,7 +25,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from bench.kit.paths import ROOT
-from bench.kit.server import free_port
+from bench.kit.ports import free_port
 
 
 def fake_vector(text: str, dimensions: int) -> list[float]:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import subprocess
 import tempfile
 import time
@@ -17,6 +16,7 @@ import httpx
 
 from bench.kit.database import BenchDatabase
 from bench.kit.paths import ROOT
+from bench.kit.ports import free_port
 
 
 class ApiClient:
@@ -50,13 +50,6 @@ class ApiClient:
             reply.raise_for_status()
             payload: dict[str, Any] = await reply.json()
             return payload
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
 
 
 @contextmanager

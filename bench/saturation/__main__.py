@@ -19,9 +19,10 @@ stack and its middleware around a request that does nothing. Each run reports se
 P50/P95/P99, errors and the CPU time per search of the service's processes, of PostgreSQL's,
 of Redis and of wrk; `utilisation` is searches/s x CPU s per search / cores. Beside wrk's
 latency, the P50 and P99 inside the service, from its access lines (inside.py): what wrk
-sees beyond them is time a request waited before a worker's event loop took it up. In the same run, measured alone: the local model's
-CPU per query embedding, and the CPU per search of the retrieval code and of PostgreSQL
-when the service's search runs in this process, one at a time. `--peers` adds
+sees beyond them is time a request waited before a worker's event loop took it up. In the
+same run, measured alone: the local model's CPU per query embedding, and the CPU per search
+of the retrieval code and of PostgreSQL when the service's search runs in this process, one
+at a time. `--peers` adds
 Chroma's HTTP server (`chroma run`) on the same vectors, query vectors given, the same wrk
 load: `chroma` with one collection and the tenant as a metadata filter, `chroma-per-tenant`
 with a collection per tenant, each query sent to the tenant's own. `--profile S` samples

@@ -19,7 +19,7 @@ from typing import Any
 
 import httpx
 
-from bench.kit.server import free_port
+from bench.kit.ports import free_port
 from bench.kit.synthetic import Loaded, TenantSlice
 from bench.peers.chroma import COSINE, add_batched
 from bench.peers.store import limit_for, tenant_column, tenant_rows
