@@ -56,8 +56,16 @@ def sqlstate(exc: BaseException) -> str | None:
 
 
 def is_replica_failure(exc: BaseException) -> bool:
-    """A replica failed the read: the same read on the primary should succeed."""
-    return is_unreachable(exc) or sqlstate(exc) in REPLICA_GAVE_UP
+    """A replica failed the read: the same read on the primary should succeed. That includes
+    asyncpg's InternalClientError on the direct path: a connection that read the standby's
+    FATAL between two of a search's messages is left consuming that error ("cannot switch to
+    state 12; another operation (2) is in progress"; seen with the standby stopped under
+    traffic, tests/replicas/test_failover.py)."""
+    return (
+        is_unreachable(exc)
+        or sqlstate(exc) in REPLICA_GAVE_UP
+        or isinstance(exc, asyncpg.InternalClientError)
+    )
 
 
 def is_shard_gone(exc: BaseException) -> bool:

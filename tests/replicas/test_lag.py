@@ -91,6 +91,8 @@ def wrapped(error: Exception) -> sa_exc.DBAPIError:
         (wrapped(asyncpg.AdminShutdownError("terminating connection")), True, True),
         (asyncpg.AdminShutdownError("terminating connection"), True, True),  # direct path
         (asyncpg.ConnectionDoesNotExistError("connection was closed"), True, True),
+        # the standby's FATAL read between two messages of a direct search
+        (asyncpg.InternalClientError("another operation (2) is in progress"), True, False),
         (wrapped(asyncpg.SerializationError("conflict with recovery")), True, False),
         (wrapped(asyncpg.UndefinedTableError("no such table")), False, False),
         (ValueError("a bug"), False, False),
