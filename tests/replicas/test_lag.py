@@ -140,7 +140,7 @@ async def test_a_read_whose_shard_was_replaced_runs_once_more_on_the_primary() -
     """Citus planned it on a shard that a tenant isolation replaced before it ran: planned again
     it reads the new shard. Once: a second such error, or any other, is the caller's."""
     replicas = ReplicaSet()
-    failures = [wrapped(SHARD_GONE)]
+    failures: list[Exception] = [wrapped(SHARD_GONE)]
 
     async def work(sessions: object) -> object:
         if failures:
