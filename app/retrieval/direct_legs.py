@@ -2,7 +2,7 @@
 can be: for the direct path (app/retrieval/search.py), on the driver connection of a scoped
 transaction, every statement compiled once by SQLAlchemy with the tenant and the query as
 parameters, or, for a tenant searched again and again, with the tenant written in
-(`_tenant_legs`: a plan kept on one server, planning.py's `ranked_settings`).
+(`_tenant_legs`: a plan kept on one server, planning.py's `GENERIC_ON_ONE_SERVER`).
 
 One statement works out the query's term statistics in the tenant (its lexemes' df, the
 tenant's chunk and token counts, each lexeme's IDF) and ranks the chunks by BM25 with them.
@@ -81,7 +81,7 @@ class DirectLegs:
     ) -> None:
         self.connection, self.vector, self.request = connection, vector, request
         self.exact, self.tenant_id, self.model = exact, tenant_id, model
-        self.kept = kept  # the tenant's own statement (planning.py, `ranked_settings`)
+        self.kept = kept  # the tenant's own statement (planning.py, `GENERIC_ON_ONE_SERVER`)
         self._read: dict[str, Any] = {}
         self._rows: list[dict[str, Any]] = []
 

@@ -13,7 +13,7 @@ written in as constants), whose plan is made once per connection and kept
 (`force_generic_plan`): planning was 0.9-1.4 ms of every search. A kept plan is made again when
 the table's statistics or indexes change (ANALYZE, a dedicated index created or dropped), as a
 custom plan would see them. So is a keyword or hybrid search's legs statement (direct_legs.py),
-on one server only (`ranked_settings`).
+on one server only (`GENERIC_ON_ONE_SERVER`).
 """
 
 from __future__ import annotations
@@ -35,7 +35,10 @@ EF_LARGEST = 300
 EF_SHARED = 100
 EF_PER_ROW = 4  # the automatic ef_search is at least 4x the results asked for
 CUSTOM, GENERIC = "force_custom_plan", "force_generic_plan"
-# Kept on one server, made at every run on a Citus coordinator (its own catalog says which).
+# A keyword or hybrid search's legs plan: kept on one server, which saves PostgreSQL 2-3 ms of
+# CPU per search (docs/BENCHMARKS.md, "Keyword and hybrid search"); made at every run on a Citus
+# coordinator (its own catalog says which), which makes no generic plan of hybrid's ("could not
+# create distributed plan") and whose kept router plan would name a shard a move replaces.
 GENERIC_ON_ONE_SERVER = Computed(
     f"'{CUSTOM}'", when="to_regclass('pg_dist_partition') is not null", otherwise=GENERIC
 )
@@ -91,24 +94,12 @@ def search_settings(
 
 
 def direct_settings(
-    request: SearchRequest, tenant_id: str, exact: bool, kept: bool
+    request: SearchRequest, tenant_id: str, exact: bool, kept: bool, *, keep: Setting = GENERIC
 ) -> dict[str, Setting]:
-    """The direct path's: the search's, with the tenant's own statement (`kept`) planned once
-    per connection."""
+    """The direct path's: the search's, with the tenant's own statement (`kept`) under the plan
+    mode `keep` (vector's: kept everywhere; keyword's and hybrid's: `GENERIC_ON_ONE_SERVER`)."""
     settings = search_settings(request, tenant_id, exact=exact)
-    return settings | {"plan_cache_mode": GENERIC} if kept else settings
-
-
-def ranked_settings(
-    request: SearchRequest, tenant_id: str, exact: bool, kept: bool
-) -> dict[str, Setting]:
-    """A direct keyword or hybrid search's: the search's, with the tenant's own legs statement
-    (`kept`) planned once per connection on one server, which saves PostgreSQL 2-3 ms of CPU per
-    search (docs/BENCHMARKS.md, "Keyword and hybrid search"). On Citus it is planned at every
-    run: Citus makes no generic plan of hybrid's ("could not create distributed plan"), and a
-    kept router plan would name the tenant's shard, which a shard move replaces."""
-    settings = search_settings(request, tenant_id, exact=exact)
-    return settings | {"plan_cache_mode": GENERIC_ON_ONE_SERVER} if kept else settings
+    return settings | {"plan_cache_mode": keep} if kept else settings
 
 
 def keeps_plan(plans: PlanMemory, tenant_id: str) -> bool:

@@ -36,7 +36,12 @@ from app.retrieval.filters import conditions
 from app.retrieval.hits import Hit, SearchOutcome, scored_hits
 from app.retrieval.legs import SessionLegs, ranked
 from app.retrieval.nearest import direct_hits, direct_query, nearest_hits, nearest_scored
-from app.retrieval.planning import keeps_plan, ranked_settings, search_settings
+from app.retrieval.planning import (
+    GENERIC_ON_ONE_SERVER,
+    direct_settings,
+    keeps_plan,
+    search_settings,
+)
 from app.retrieval.requests import SearchMode, SearchRequest
 from app.retrieval.rerank import Reranker, RerankSkipped
 from app.retrieval.returns import ReturnCounter
@@ -210,12 +215,12 @@ async def _direct_ranked(
 ) -> tuple[list[Hit], int, Shortfall | None]:
     """A keyword or hybrid search: its legs, then the hits, on one driver connection. A
     tenant searched again and again runs a legs statement of its own, as vector search does,
-    whose plan is kept on one server (planning.py, `ranked_settings`)."""
+    whose plan is kept on one server (planning.py, `GENERIC_ON_ONE_SERVER`)."""
     kept = keeps_plan(plans_of_sessions(sessions), tenant_id)
     async with scoped_connection(
         sessions,
         tenant_id,
-        settings=ranked_settings(request, tenant_id, exact, kept),
+        settings=direct_settings(request, tenant_id, exact, kept, keep=GENERIC_ON_ONE_SERVER),
         read_only=True,
     ) as connection:
         legs = DirectLegs(connection, vector, request, exact, tenant_id, model, kept=kept)

@@ -122,7 +122,7 @@ async def test_a_tenant_searched_again_keeps_its_plan_on_one_server(
 ) -> None:
     """From a tenant's KEEP_PLAN_FROM-th direct search on, keyword and hybrid searches run a
     legs statement of the tenant's own: its plan made once per connection and kept on one
-    server, made at every run on Citus (planning.py, `ranked_settings`)."""
+    server, made at every run on Citus (planning.py, `GENERIC_ON_ONE_SERVER`)."""
     tenant_id = await registered_tenant(sessions)
     await ingest(sessions, embedder, tenant_id, TEXTS)
     runs = KEEP_PLAN_FROM + 2
