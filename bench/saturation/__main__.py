@@ -19,7 +19,8 @@ stack and its middleware around a request that does nothing. Each run reports se
 P50/P95/P99, errors and the CPU time per search of the service's processes, of PostgreSQL's,
 of Redis and of wrk; `utilisation` is searches/s x CPU s per search / cores. Beside wrk's
 latency, the P50 and P99 inside the service, from its access lines (inside.py): what wrk
-sees beyond them is time a request waited before a worker's event loop took it up. In the
+sees beyond them is time a request waited before a worker's event loop took it up; and how
+long the workers waited, ready to run, for a core (cpu.py: QueueWait). In the
 same run, measured alone: the local model's CPU per query embedding, and the CPU per search
 of the retrieval code and of PostgreSQL when the service's search runs in this process, one
 at a time. `--peers` adds
@@ -55,6 +56,7 @@ from bench.saturation import alone, profile
 from bench.saturation.cpu import (
     Meter,
     ProcessTree,
+    QueueWait,
     ReapedChildren,
     RedisServer,
     postmaster_pid,
@@ -216,8 +218,9 @@ def _service_runs(
                 "wrk": ReapedChildren(),
             }
         )
+        pids = _worker_pids(process.pid)
         workers_meter = Meter(
-            {f"worker {pid}": ProcessTree(pid) for pid in _worker_pids(process.pid)}
+            {f"worker {pid}": ProcessTree(pid) for pid in pids} | {"waited": QueueWait(tuple(pids))}
         )
         searches = Target(url, "/api/rag/search", token)
         _warm(searches, cached, meter, plan)
@@ -238,12 +241,16 @@ def _service_runs(
                 since = access.mark()
                 result = run(target, bodies, clients=clients, seconds=plan.seconds, meter=meter)
                 per_worker = workers_meter.stop()
+                waited = per_worker.pop("waited")
                 rate = max(rate, result.per_second)
                 named = ", ".join(f"{k}={v}" for k, v in variant.items())
                 engine = f"service, {workers} worker{'s' * (workers > 1)}"
                 rows.append(_row(f"{engine}{', ' + named if named else ''}", series, result))
                 rows[-1]["busiest_worker_share"] = round(
                     max(per_worker.values()) / (sum(per_worker.values()) or 1), 3
+                )
+                rows[-1]["workers_waited_ms_per_request"] = round(
+                    1000 * waited / (result.requests or 1), 2
                 )
                 rows[-1] |= percentiles(access.durations(since, target.path))
                 _print_run(rows[-1])
@@ -333,6 +340,11 @@ def _print_run(row: dict[str, Any]) -> None:
         f"{row['per_second']:7.1f}/s  p50 {row['p50_ms']:.1f}  p99 {row['p99_ms']:.1f} ms  "
         f"errors {row['errors']}  cpu ms/req: {parts}"
         f"  busiest worker {row.get('busiest_worker_share', 1):.0%}"
+        + (
+            f"  workers waited for a core {row['workers_waited_ms_per_request']:.2f} ms/req"
+            if "workers_waited_ms_per_request" in row
+            else ""
+        )
         + (
             f"  inside the service: p50 {row['inside_p50_ms']:.1f}"
             f"  p99 {row['inside_p99_ms']:.1f} ms"

@@ -1,11 +1,14 @@
 """CPU time of the processes behind a search: the service (supervisor and workers), every
-PostgreSQL process, the Redis server and the load generator, read before and after a run."""
+PostgreSQL process, the Redis server and the load generator, read before and after a run; and
+the time the service's workers were ready to run but waited for a core."""
 
 from __future__ import annotations
 
 import resource
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Protocol
 
 import psutil
 import redis
@@ -69,10 +72,34 @@ class ReapedChildren:
         return usage.ru_utime + usage.ru_stime
 
 
-class Meter:
-    """CPU seconds per named part between `start()` and `stop()`."""
+class Part(Protocol):
+    def seconds(self) -> float: ...
 
-    def __init__(self, parts: dict[str, ProcessTree | RedisServer | ReapedChildren]) -> None:
+
+@dataclass(frozen=True, slots=True)
+class QueueWait:
+    """The seconds the threads of `pids` spent runnable but waiting for a core: the second
+    field of Linux's /proc/PID/task/TID/schedstat. On a machine a worker shares with
+    PostgreSQL, each busy backend takes turns at the cores with it; while it waits, every
+    request on its event loop waits too. A process gone counts nothing."""
+
+    pids: tuple[int, ...]
+
+    def seconds(self) -> float:
+        waited = 0
+        for pid in self.pids:
+            for stat in Path(f"/proc/{pid}/task").glob("*/schedstat"):
+                try:
+                    waited += int(stat.read_text().split()[1])
+                except (OSError, IndexError, ValueError):
+                    continue
+        return waited / 1e9
+
+
+class Meter:
+    """CPU seconds (or waits) per named part between `start()` and `stop()`."""
+
+    def __init__(self, parts: Mapping[str, Part]) -> None:
         self.parts = parts
         self._began: dict[str, float] = {}
 

@@ -5,6 +5,10 @@ latency inside the service read from its access lines."""
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
+import time
 import uuid
 from pathlib import Path
 
@@ -13,7 +17,7 @@ import pytest
 
 from bench.kit.synthetic import Loaded, TenantSlice
 from bench.saturation.chroma import ChromaServer
-from bench.saturation.cpu import Meter, ProcessTree, ReapedChildren
+from bench.saturation.cpu import Meter, ProcessTree, QueueWait, ReapedChildren
 from bench.saturation.inside import AccessLog, percentiles
 from bench.saturation.profile import shares
 from bench.saturation.wrk import Target, run
@@ -86,3 +90,38 @@ def test_the_durations_of_one_route_written_after_the_mark(tmp_path: Path) -> No
         "inside_p99_ms": 99.0,
     }
     assert percentiles(durations[:1]) == {}
+
+
+def test_queue_wait_counts_the_time_processes_waited_for_a_core() -> None:
+    """More busy processes than cores: together they wait about as long as they run beyond
+    the cores; a sleeping process waits for nothing, and one gone counts nothing."""
+    cores = len(os.sched_getaffinity(0))
+    busy = [
+        subprocess.Popen(
+            [sys.executable, "-c", "import time\nt=time.time()\nwhile time.time()-t<1: pass"]
+        )
+        for _ in range(cores * 2)
+    ]
+    sleeper = subprocess.Popen(["sleep", "1"])
+    waits = Meter(
+        {"busy": QueueWait(tuple(p.pid for p in busy)), "sleeping": QueueWait((sleeper.pid,))}
+    )
+    waits.start()
+    try:
+        while not all(_finished(process.pid) for process in [*busy, sleeper]):
+            time.sleep(0.05)
+        waited = waits.stop()  # before they are reaped: their counters are still there
+    finally:
+        for process in [*busy, sleeper]:
+            process.wait()
+    assert waited["busy"] > 0.3 * cores  # ~1 s each core's worth beyond the cores
+    assert waited["sleeping"] < waited["busy"] / len(busy) / 5
+    assert QueueWait((sleeper.pid,)).seconds() == 0  # reaped: gone
+
+
+def _finished(pid: int) -> bool:
+    """The process ran its code and is a zombie (its counters are still readable)."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().split(") ", 1)[1].startswith("Z")
+    except OSError:
+        return True
