@@ -77,7 +77,11 @@ class Settings(BaseSettings):
     # the embedded server's shared buffers; unset: a quarter of the machine's (or container's)
     # memory, 128MB to 16GB (app/db/tuning.py). Not used with RAG_DATABASE_URL.
     embedded_shared_buffers_mb: int | None = Field(default=None, ge=16)
-    db_pool_size: int = Field(default=10, ge=1, le=200)
+    # The most database connections a process holds (each kept once opened). A PostgreSQL
+    # runs about as many statements at once as it has cores; more connections only queue in
+    # the server, and on a machine the service shares with it, each busy connection's process
+    # takes turns at the cores with the service's own (docs/operations.md, "Connections").
+    db_pool_size: int = Field(default=4, ge=1, le=200)
     # Every statement of a request is cancelled past this (PostgreSQL's statement_timeout);
     # 0 turns it off. Maintenance commands (migrate, index, bm25 rebuild) are not bound.
     db_statement_timeout_seconds: float = Field(default=30.0, ge=0, le=3600)

@@ -28,7 +28,7 @@ def async_url(url: str) -> str:
 def create_engine(
     url: str,
     *,
-    pool_size: int = 10,
+    pool_size: int = 4,
     statement_timeout_seconds: float = 0,
     connect_timeout_seconds: float = 5,
 ) -> AsyncEngine:
@@ -42,8 +42,13 @@ def create_engine(
         server_settings["statement_timeout"] = f"{round(statement_timeout_seconds * 1000)}ms"
     engine = create_async_engine(
         async_url(url),
+        # At most `pool_size` connections, each kept once opened: no overflow. An overflow
+        # connection is closed at check-in, so under steady load a process kept closing and
+        # opening connections (80 new PostgreSQL sessions in 12 s at 16 clients), each new
+        # one paying its start-up, its statements' preparation and its plans again
+        # (docs/BENCHMARKS.md, "Real text, a small tenant").
         pool_size=pool_size,
-        max_overflow=pool_size,
+        max_overflow=0,
         # No ping at checkout (a round trip on every request): a connection that died in
         # the pool fails at BEGIN and the transaction is opened again (tenancy.py, scoped.py).
         pool_pre_ping=False,

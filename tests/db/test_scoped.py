@@ -39,7 +39,6 @@ async def one_connection(settings: Settings) -> AsyncIterator[SessionMaker]:
     """A pool of exactly one connection: whatever a transaction leaves on it, the next sees."""
     assert settings.database_url is not None
     engine = create_engine(settings.database_url.get_secret_value(), pool_size=1)
-    engine.pool._max_overflow = 0  # type: ignore[attr-defined]
     yield create_sessionmaker(engine)
     await engine.dispose()
 

@@ -105,7 +105,7 @@ async def test_a_server_that_is_not_a_standby_is_never_used(
 async def test_a_replica_busy_with_reads_is_not_taken_for_one_that_does_not_answer(
     replicated_app: AppFactory,
 ) -> None:
-    async with replicated_app(check_seconds=60, db_pool_size=1) as app:
+    async with replicated_app(check_seconds=60, db_pool_size=2) as app:
         await app.caught_up()
         replica = app.resources.replicas.replicas[0]
         async with replica.engine.connect(), replica.engine.connect():  # its whole pool
