@@ -219,9 +219,8 @@ def _service_runs(
             }
         )
         pids = _worker_pids(process.pid)
-        workers_meter = Meter(
-            {f"worker {pid}": ProcessTree(pid) for pid in pids} | {"waited": QueueWait(tuple(pids))}
-        )
+        workers_meter = Meter({f"worker {pid}": ProcessTree(pid) for pid in pids})
+        waits = Meter({"workers": QueueWait(tuple(pids))})
         searches = Target(url, "/api/rag/search", token)
         _warm(searches, cached, meter, plan)
         for series in plan.series:
@@ -238,10 +237,10 @@ def _service_runs(
                 else:
                     bodies = [body(t, series, plan) for t in cached]
                 workers_meter.start()
+                waits.start()
                 since = access.mark()
                 result = run(target, bodies, clients=clients, seconds=plan.seconds, meter=meter)
-                per_worker = workers_meter.stop()
-                waited = per_worker.pop("waited")
+                per_worker, waited = workers_meter.stop(), waits.stop()["workers"]
                 rate = max(rate, result.per_second)
                 named = ", ".join(f"{k}={v}" for k, v in variant.items())
                 engine = f"service, {workers} worker{'s' * (workers > 1)}"
