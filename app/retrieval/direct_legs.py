@@ -1,32 +1,28 @@
-"""The legs of a keyword or hybrid search without filters, each in as few statements as they
-can be: for the direct path (app/retrieval/search.py), on the driver connection of a scoped
-transaction, every statement compiled once by SQLAlchemy with the tenant and the query as
-parameters, or, for a tenant searched again and again, with the tenant written in
-(`_tenant_legs`: a plan kept on one server, planning.py's `GENERIC_ON_ONE_SERVER`).
+"""A keyword or hybrid search without filters in one statement, for the direct path
+(app/retrieval/search.py), on the driver connection of a scoped transaction: compiled once by
+SQLAlchemy with the tenant and the query as parameters, or, for a tenant searched again and
+again, with the tenant written in (`_tenant_legs`: a plan kept on one server, planning.py's
+`GENERIC_ON_ONE_SERVER`). The session path sends four to six statements, each built per request,
+and fuses in Python (legs.py, fusion.py).
 
-One statement works out the query's term statistics in the tenant (its lexemes' df, the
-tenant's chunk and token counts, each lexeme's IDF) and ranks the chunks by BM25 with them.
-For keyword search it also reads the best `top_k` as hits (hits.py's columns): the whole
-search in one statement, as a vector search is. For hybrid it also finds the vector leg's
-candidates and scores each leg's candidates by the other leg (the vector leg's chunks by BM25,
-the keyword leg's by cosine), which weighted fusion needs; the fusion is Python's (legs.py,
-fusion.py), then the hits are read as every search reads them. So a keyword search sends one
-statement and a hybrid one two, where the session path sends four to six, each built per
-request. The statistics and rankings come back as arrays: one row, or one per hit. The
-statement also counts the tenant's chunks of the model up to `top_k`, from which a short answer
-is explained (shortfall.py) without a transaction more.
+The statement works out the query's term statistics in the tenant (its lexemes' df, the
+tenant's chunk and token counts, each lexeme's IDF) and ranks the chunks by BM25 with them. For
+hybrid it also finds the vector leg's candidates and fuses the two legs as fusion.py does:
+weighted (each leg's candidates scored by the other leg too: the vector leg's chunks by BM25,
+the keyword leg's by cosine; the BM25 ceiling from the IDFs) or by reciprocal rank. Then it
+reads the best `top_k` as hits (hits.py's columns), one row each, or one row of NULLs beside
+the counts: the tenant's chunks of the model up to `top_k` (why a short answer is short,
+shortfall.py, without a transaction more), the candidates that passed (`total_found`) and the
+query's dfs (whether the window of the best postings was too narrow).
 
-The IDFs are computed in SQL for the ranking and again in Python from the same counts for
-the ceiling of weighted fusion: the same IEEE operations in the same order (`ln` is C's `log`
-on both sides), so the numbers agree, and tests/retrieval/test_direct_paths.py holds the
-whole answer to the session path's.
+The fused scores are the same IEEE operations in the same order as fusion.py's (the ceiling
+summed over the terms in bm25.py's `stats_of` order, `ln` C's `log` as Python's), so the numbers
+agree, and tests/retrieval/test_direct_paths.py holds the whole answer to the session path's.
 """
 
 from __future__ import annotations
 
 import functools
-import uuid
-from collections.abc import Sequence
 from typing import Any
 
 import asyncpg
@@ -36,11 +32,14 @@ from sqlalchemy import (
     Text,
     any_,
     bindparam,
+    case,
     cast,
+    column,
     func,
     literal,
     select,
     true,
+    union,
 )
 from sqlalchemy.dialects.postgresql import ARRAY, UUID, aggregate_order_by
 
@@ -48,25 +47,22 @@ from app.db.models import Bm25Corpus, Bm25Posting, Bm25Term, Chunk
 from app.db.statements import Compiled, compiled, with_constants
 from app.retrieval.bm25 import (
     WINDOW_PER_RESULT,
-    Bm25Ranking,
-    QueryStats,
     best_passing,
     bounded_query,
     operators,
     scoring,
-    stats_of,
     stats_statement,
 )
-from app.retrieval.hits import Hit, direct_scored_hits, hits_statement, in_order
+from app.retrieval.fusion import FusionMethod
+from app.retrieval.hits import Hit, hits_statement, in_order
 from app.retrieval.nearest import candidates
 from app.retrieval.requests import SearchMode, SearchRequest
 from app.retrieval.shortfall import Shortfall, shortfall_of
 
-Ranking = list[tuple[uuid.UUID, float]]
-
 
 class DirectLegs:
-    """`Legs` (legs.py) on the driver connection: everything comes from the first call."""
+    """A keyword or hybrid search on the driver connection: its one statement (run again over
+    every posting when too few of the best window passed), its hits, its total."""
 
     def __init__(
         self,
@@ -85,7 +81,9 @@ class DirectLegs:
         self._read: dict[str, Any] = {}
         self._rows: list[dict[str, Any]] = []
 
-    async def lexical(self) -> Bm25Ranking:
+    async def best(self) -> tuple[list[Hit], int]:
+        """The hits (the best `top_k`, best first) and how many candidates passed: the
+        keyword leg's, or the hybrid candidates fused."""
         request = self.request
         params = request.bm25
         query = bounded_query(request.query, params.max_terms)
@@ -104,36 +102,30 @@ class DirectLegs:
             "k1_b": params.k1 * params.b,
             "vector": self.vector,
             "threshold": request.threshold,
+            "rrf_k": request.rrf_k,
+            "vector_weight": request.vector_weight,
+            "lexical_weight": 1.0 - request.vector_weight,  # fusion.py's, computed alike
         }
-        stats, ranked = await self._legs(self._statement(windowed=True), values)
-        if len(ranked) < request.fetch and sum(t.df for t in stats.terms) > window:
+        await self._run(self._statement(windowed=True), values)
+        if self._read["lexical"] < request.fetch and sum(self._read["dfs"] or ()) > window:
             # too few of the best window passed (a filter on the model during a reindex, say)
-            stats, ranked = await self._legs(self._statement(windowed=False), values)
-        return Bm25Ranking(ranked, self.tenant_id, query, stats, params)
+            await self._run(self._statement(windowed=False), values)
+        rows = {row["id"]: row for row in self._rows if row["id"] is not None}
+        scored = [(chunk_id, float(row["hit_score"])) for chunk_id, row in rows.items()]
+        hits = in_order(rows, scored, keep_order=False)
+        passed = (
+            self._read["lexical"] if request.mode is SearchMode.KEYWORD else self._read["fused"]
+        )
+        return hits, int(passed)
 
     def _statement(self, *, windowed: bool) -> Compiled:
         request = self.request
-        shape = (request.mode is SearchMode.HYBRID, request.threshold is not None, self.exact)
+        fusion = request.fusion if request.mode is SearchMode.HYBRID else None
+        shape = (fusion, request.threshold is not None, self.exact)
         if not self.kept:
             return _compiled_legs(*shape, windowed=windowed)
         constants = (self.tenant_id, self.model, request.fetch, request.top_k)
         return _tenant_legs(*shape, windowed, *constants)
-
-    async def nearest(self) -> Ranking:
-        return _pairs(self._read, "nearest_ids", "similarities")
-
-    async def cross(
-        self,
-        ranking: Bm25Ranking,
-        bm25_of: Sequence[uuid.UUID],
-        cosine_of: Sequence[uuid.UUID],
-    ) -> tuple[dict[uuid.UUID, float], dict[uuid.UUID, float]]:
-        bm25 = dict(_pairs(self._read, "bm25_ids", "bm25_scores"))
-        cosine = dict(_pairs(self._read, "cosine_ids", "cosines"))
-        return (
-            {c: float(bm25.get(c, 0.0)) for c in bm25_of},
-            {c: float(cosine[c]) for c in cosine_of if c in cosine},
-        )
 
     def shortfall(self, returned: int) -> Shortfall | None:
         """Why fewer than `top_k` came back, from the count the legs statement made."""
@@ -151,67 +143,80 @@ class DirectLegs:
             hybrid=request.mode is SearchMode.HYBRID,
         )
 
-    async def hits(self, scored: Ranking) -> list[Hit]:
-        """The hits of `scored` (the fused ranking's best): a keyword search's came with its
-        ranking."""
-        if self.request.mode is SearchMode.KEYWORD:
-            rows = {row["id"]: row for row in self._rows if row["id"] is not None}
-            return in_order(rows, scored, keep_order=False)
-        return await direct_scored_hits(self.connection, self.vector, self.tenant_id, scored)
-
-    async def _legs(
-        self, statement: Compiled, values: dict[str, Any]
-    ) -> tuple[QueryStats, Ranking]:
+    async def _run(self, statement: Compiled, values: dict[str, Any]) -> None:
         records = await self.connection.fetch(statement.sql, *statement.arguments(values))
         # at least one row: the weights' (an aggregate without GROUP BY), hits beside it
         self._rows = statement.rows(records)
         self._read = self._rows[0]
-        counts = [
-            (lexeme, df, self._read["chunks"], self._read["tokens"])
-            for lexeme, df in _pairs(self._read, "lexemes", "dfs")
-        ]
-        ranked = [(i, float(s)) for i, s in _pairs(self._read, "lexical_ids", "scores")]
-        return stats_of(counts), ranked
-
-
-def _pairs(row: dict[str, Any], first: str, second: str) -> list[tuple[Any, Any]]:
-    return list(zip(row.get(first) or [], row.get(second) or [], strict=True))
 
 
 @functools.cache
-def _compiled_legs(hybrid: bool, with_threshold: bool, exact: bool, *, windowed: bool) -> Compiled:
+def _compiled_legs(
+    fusion: FusionMethod | None, with_threshold: bool, exact: bool, *, windowed: bool
+) -> Compiled:
+    """The statement of a keyword search (`fusion` None) or of a hybrid one fused by `fusion`."""
     tenant = bindparam("tenant", type_=Text)
     scope = [Chunk.tenant_id == tenant, Chunk.embedding_model == bindparam("model", type_=Text)]
     weights = _weights(tenant, bindparam("query", type_=Text))
     scored = _scored(tenant, weights).subquery("scored")
     window = bindparam("window", type_=Integer) if windowed else None
     fetch = bindparam("fetch", type_=Integer)
+    top_k = bindparam("top_k", type_=Integer)
     lexical = best_passing(scored, scope, fetch, window=window).cte("lexical")
     lexical = lexical.prefix_with("MATERIALIZED")
     best_first = (lexical.c.score.desc(), lexical.c.id)
     # the tenant's chunks of the model, counted up to top_k: why fewer came back, if they did
-    scoped = select(Chunk.id).where(*scope).limit(bindparam("top_k", type_=Integer)).subquery()
+    scoped = select(Chunk.id).where(*scope).limit(top_k).subquery()
     columns: list[Any] = [
-        select(func.count()).select_from(scoped).scalar_subquery().label("in_scope"),
-        weights.c.lexemes,
-        weights.c.dfs,
-        weights.c.chunks,
-        weights.c.tokens,
-        _array(lexical.c.id, best_first, "lexical_ids"),
-        _array(lexical.c.score, best_first, "scores"),
+        _count(scoped, "in_scope"),
+        weights.c.dfs,  # the query's postings: whether a window too narrow hid some
+        _count(lexical, "lexical"),  # the keyword leg's candidates
     ]
     vector = bindparam("vector", type_=Chunk.embedding.type)
-    if not hybrid:
-        top = select(lexical).order_by(*best_first).limit(bindparam("top_k", type_=Integer))
-        picking = [Chunk.tenant_id == tenant, Chunk.id.in_(select(top.subquery().c.id))]
-        hits = hits_statement(vector, picking, tenant)
-        found = hits.subquery("hits")
-        return compiled(select(*columns, found).select_from(weights.outerjoin(found, true())))
-    threshold = bindparam("threshold", type_=Float) if with_threshold else None
-    near = candidates(vector, scope, fetch, threshold, exact).cte("nearest_leg")
-    nearest_first = (near.c.distance, near.c.id)
-    # each leg's candidates scored by the other (weighted fusion's cross scores), their ids
-    # as one array: index conditions on the keys
+    if fusion is None:
+        best = select(lexical).order_by(*best_first).limit(top_k).cte("best")
+    else:
+        threshold = bindparam("threshold", type_=Float) if with_threshold else None
+        near = candidates(vector, scope, fetch, threshold, exact).cte("nearest_leg")
+        if fusion is FusionMethod.RRF:
+            fused = _rrf(near, lexical).cte("fused")
+        else:
+            fused = _weighted(near, lexical, weights, tenant, vector).cte("fused")
+        columns.append(_count(fused, "fused"))
+        best = select(fused).order_by(fused.c.score.desc(), fused.c.id).limit(top_k).cte("best")
+    picking = [Chunk.tenant_id == tenant, Chunk.id.in_(select(best.c.id))]
+    found = hits_statement(vector, picking, tenant).subquery("hits")
+    scored_hits = found.join(best, best.c.id == found.c.id)
+    return compiled(
+        select(*columns, found, best.c.score.label("hit_score")).select_from(
+            weights.outerjoin(scored_hits, true())
+        )
+    )
+
+
+def _rrf(near: Any, lexical: Any) -> Any:
+    """(id, score): reciprocal rank fusion of the two legs, as fusion.py's `fuse` (ranks from 1,
+    the vector leg's part first)."""
+    k = bindparam("rrf_k", type_=Integer)
+    one, zero = literal(1.0, Float), literal(0.0, Float)
+
+    def parts(leg: Any, *order: Any) -> Any:
+        rank = func.row_number().over(order_by=order)
+        return select(leg.c.id, (one / cast(k + rank, Float)).label("part")).subquery()
+
+    by_near = parts(near, near.c.distance, near.c.id)
+    by_lexical = parts(lexical, lexical.c.score.desc(), lexical.c.id)
+    score = func.coalesce(by_near.c.part, zero) + func.coalesce(by_lexical.c.part, zero)
+    return select(
+        func.coalesce(by_near.c.id, by_lexical.c.id).label("id"), score.label("score")
+    ).select_from(by_near.outerjoin(by_lexical, by_near.c.id == by_lexical.c.id, full=True))
+
+
+def _weighted(near: Any, lexical: Any, weights: Any, tenant: Any, vector: Any) -> Any:
+    """(id, score): weighted fusion of the two legs, as fusion.py's `weighted_fuse`, each leg's
+    candidates scored by the other leg (the vector leg's chunks by BM25, 0 without a query
+    term; the keyword leg's by cosine), their ids as one array: index conditions on the keys."""
+    zero = literal(0.0, Float)
     by_bm25 = _scored(tenant, weights).where(Bm25Posting.chunk_id == any_(_ids(near))).subquery()
     similarity = literal(1.0, Float) - Chunk.embedding.cosine_distance(vector)
     by_cosine = (
@@ -219,20 +224,40 @@ def _compiled_legs(hybrid: bool, with_threshold: bool, exact: bool, *, windowed:
         .where(Chunk.tenant_id == tenant, Chunk.id == any_(_ids(lexical)))
         .subquery()
     )
-    columns += [
-        _array(near.c.id, nearest_first, "nearest_ids"),
-        _array(near.c.similarity, nearest_first, "similarities"),
-        _array(by_bm25.c.chunk_id, (by_bm25.c.chunk_id,), "bm25_ids"),
-        _array(by_bm25.c.score, (by_bm25.c.chunk_id,), "bm25_scores"),
-        _array(by_cosine.c.id, (by_cosine.c.id,), "cosine_ids"),
-        _array(by_cosine.c.similarity, (by_cosine.c.id,), "cosines"),
-    ]
-    return compiled(select(*columns).select_from(weights))
+    pool = union(select(near.c.id), select(lexical.c.id)).subquery("pool")
+    cosine = func.coalesce(near.c.similarity, by_cosine.c.similarity, zero)
+    bm25 = func.coalesce(lexical.c.score, by_bm25.c.score, zero)
+    share = _lexical_share(weights)
+    score = bindparam("vector_weight", type_=Float) * func.greatest(cosine, zero)
+    score = score + share.c.share * bm25
+    return (
+        select(pool.c.id, score.label("score"))
+        .select_from(pool)
+        .join(share, true())
+        .outerjoin(near, near.c.id == pool.c.id)
+        .outerjoin(lexical, lexical.c.id == pool.c.id)
+        .outerjoin(by_bm25, by_bm25.c.chunk_id == pool.c.id)
+        .outerjoin(by_cosine, by_cosine.c.id == pool.c.id)
+    )
+
+
+def _lexical_share(weights: Any) -> Any:
+    """One row: (1 - w) / ceiling, or 0 when the query can score nothing. The ceiling is the sum
+    of the IDFs in `stats_of`'s order (df, then lexeme by code point), times k1 + 1 (bm25.py)."""
+    terms = func.unnest(weights.c.lexemes, weights.c.dfs, weights.c.idfs).table_valued(
+        column("lexeme", Text), column("df", Integer), column("idf", Float)
+    )
+    terms = terms.render_derived(name="term")
+    order = aggregate_order_by(terms.c.idf, terms.c.df, terms.c.lexeme.collate("C"))
+    ceiling = func.sum(order, type_=Float) * bindparam("k1_plus_1", type_=Float)
+    zero = literal(0.0, Float)
+    share = case((ceiling > zero, bindparam("lexical_weight", type_=Float) / ceiling), else_=zero)
+    return select(share.label("share")).select_from(weights).join(terms, true()).cte("share")
 
 
 @functools.lru_cache(maxsize=4096)
 def _tenant_legs(
-    hybrid: bool,
+    fusion: FusionMethod | None,
     with_threshold: bool,
     exact: bool,
     windowed: bool,
@@ -251,7 +276,7 @@ def _tenant_legs(
         "window": WINDOW_PER_RESULT * fetch,
         "top_k": top_k,
     }
-    general = _compiled_legs(hybrid, with_threshold, exact, windowed=windowed)
+    general = _compiled_legs(fusion, with_threshold, exact, windowed=windowed)
     return with_constants(general, {k: v for k, v in constants.items() if k in general.names})
 
 
@@ -301,9 +326,9 @@ def _weights(tenant: Any, query: Any) -> Any:
     )
 
 
+def _count(rows: Any, name: str) -> Any:
+    return select(func.count()).select_from(rows).scalar_subquery().label(name)
+
+
 def _ids(leg: Any) -> Any:
     return cast(select(func.array_agg(leg.c.id)).scalar_subquery(), ARRAY(UUID))
-
-
-def _array(column: Any, order: tuple[Any, ...], name: str) -> Any:
-    return select(func.array_agg(aggregate_order_by(column, *order))).scalar_subquery().label(name)

@@ -3,19 +3,15 @@ columns they are read from, and their order. Search, similar items and context s
 
 from __future__ import annotations
 
-import functools
 import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-import asyncpg
-from sqlalchemy import ColumnElement, Text, any_, bindparam, literal, select
-from sqlalchemy.dialects.postgresql import ARRAY, UUID
+from sqlalchemy import ColumnElement, literal, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.db.models import Chunk, Collection, Document
-from app.db.statements import Compiled, compiled
 from app.retrieval.shortfall import Shortfall
 
 
@@ -99,22 +95,6 @@ async def scored_hits(
     return in_order(rows, scored, keep_order)
 
 
-async def direct_scored_hits(
-    connection: asyncpg.Connection[Any],
-    vector: list[float],
-    tenant_id: str,
-    scored: Sequence[tuple[uuid.UUID, float]],
-) -> list[Hit]:
-    """`scored_hits`, best first, on the driver connection of a tenant transaction."""
-    if not scored:
-        return []
-    statement = _compiled_hits()
-    values = {"vector": vector, "tenant": tenant_id, "ids": [chunk_id for chunk_id, _ in scored]}
-    records = await connection.fetch(statement.sql, *statement.arguments(values))
-    rows = {row["id"]: row for row in statement.rows(records)}
-    return in_order(rows, scored, keep_order=False)
-
-
 def hits_statement(
     vector: Any, picking: Sequence[ColumnElement[bool]], tenant: Any | None = None
 ) -> Any:
@@ -139,17 +119,6 @@ def in_order(
 ) -> list[Hit]:
     hits = [hit_of(rows[chunk_id], score) for chunk_id, score in scored if chunk_id in rows]
     return hits if keep_order else ordered(hits)
-
-
-@functools.cache
-def _compiled_hits() -> Compiled:
-    """The hits by chunk id, compiled once for asyncpg; the tenant named for the planner and
-    for Citus, which sends the statement to the tenant's shard alone."""
-    tenant = bindparam("tenant", type_=Text)
-    ids = bindparam("ids", type_=ARRAY(UUID(as_uuid=True)))
-    vector = bindparam("vector", type_=Chunk.embedding.type)
-    picking = [Chunk.tenant_id == tenant, Chunk.id == any_(ids)]
-    return compiled(hits_statement(vector, picking, tenant))
 
 
 def ordered(hits: list[Hit]) -> list[Hit]:

@@ -1,14 +1,12 @@
-"""The legs of a keyword or hybrid search, fetched one of two ways, and their fusion.
+"""The legs of a keyword or hybrid search in an ORM session, and their fusion.
 
 A keyword search is its BM25 leg; a hybrid search fuses it with a vector leg, weighted (each
-leg's candidates scored by the other leg too) or by reciprocal rank (fusion.py). `ranked` does
-that the same way whichever way the legs are fetched:
-
-- `SessionLegs`, in an ORM session's tenant transaction: statements built per request by
-  SQLAlchemy, for any filters, web-search operators and the caller's access condition;
-- `DirectLegs`, on the driver connection of a scoped transaction (app/db/scoped.py): the
-  statements compiled once, for the commonest request (no filters, no operators), as vector
-  search's direct path. Row-level security does the same filtering on both.
+leg's candidates scored by the other leg too) or by reciprocal rank (fusion.py). `SessionLegs`
+fetches them in an ORM session's tenant transaction: statements built per request by
+SQLAlchemy, for any filters, web-search operators and the caller's access condition. The
+commonest request (no filters, no operators) goes the direct way instead: its legs, their
+fusion and its hits in one statement (direct_legs.py), which tests/retrieval/test_direct_paths.py
+holds to this one's answer. Row-level security does the same filtering on both.
 """
 
 from __future__ import annotations
@@ -16,7 +14,6 @@ from __future__ import annotations
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Protocol
 
 from sqlalchemy import ColumnElement
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -30,23 +27,7 @@ from app.retrieval.requests import SearchMode, SearchRequest
 Ranking = list[tuple[uuid.UUID, float]]
 
 
-class Legs(Protocol):
-    async def lexical(self) -> Bm25Ranking: ...
-
-    async def nearest(self) -> Ranking: ...
-
-    async def cross(
-        self,
-        ranking: Bm25Ranking,
-        bm25_of: Sequence[uuid.UUID],
-        cosine_of: Sequence[uuid.UUID],
-    ) -> tuple[dict[uuid.UUID, float], dict[uuid.UUID, float]]:
-        """The BM25 scores of `bm25_of` (0 for a chunk holding no query term) and the cosine
-        similarities of `cosine_of` (those still there)."""
-        ...
-
-
-async def ranked(legs: Legs, request: SearchRequest) -> Ranking:
+async def ranked(legs: SessionLegs, request: SearchRequest) -> Ranking:
     """Keyword and hybrid: (chunk id, score) of every candidate that passed, best first."""
     lexical = await legs.lexical()
     if request.mode is SearchMode.KEYWORD:
@@ -97,6 +78,8 @@ class SessionLegs:
         bm25_of: Sequence[uuid.UUID],
         cosine_of: Sequence[uuid.UUID],
     ) -> tuple[dict[uuid.UUID, float], dict[uuid.UUID, float]]:
+        """The BM25 scores of `bm25_of` (0 for a chunk holding no query term) and the cosine
+        similarities of `cosine_of` (those still there)."""
         bm25 = await bm25_scores(self.session, ranking, bm25_of)
         cosine = await cosines(self.session, self.vector, cosine_of) if cosine_of else {}
         return bm25, cosine

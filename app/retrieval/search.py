@@ -213,9 +213,10 @@ async def _direct_ranked(
     request: SearchRequest,
     exact: bool,
 ) -> tuple[list[Hit], int, Shortfall | None]:
-    """A keyword or hybrid search: its legs, then the hits, on one driver connection. A
-    tenant searched again and again runs a legs statement of its own, as vector search does,
-    whose plan is kept on one server (planning.py, `GENERIC_ON_ONE_SERVER`)."""
+    """A keyword or hybrid search in one statement on the driver connection: its legs, their
+    fusion and the hits (direct_legs.py). A tenant searched again and again runs a statement of
+    its own, as vector search does, whose plan is kept on one server (planning.py,
+    `GENERIC_ON_ONE_SERVER`)."""
     kept = keeps_plan(plans_of_sessions(sessions), tenant_id)
     async with scoped_connection(
         sessions,
@@ -224,9 +225,8 @@ async def _direct_ranked(
         read_only=True,
     ) as connection:
         legs = DirectLegs(connection, vector, request, exact, tenant_id, model, kept=kept)
-        scored = await ranked(legs, request)
-        hits = await legs.hits(scored[: request.top_k])
-    return hits, len(scored), legs.shortfall(len(hits))
+        hits, total = await legs.best()
+    return hits, total, legs.shortfall(len(hits))
 
 
 async def _own_shortfall(
