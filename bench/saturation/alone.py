@@ -1,6 +1,8 @@
 """The parts of a search measured alone, one at a time, in this process: the local model's
 query embedding, and the service's search code with the vector given (its Python here, its
-SQL in PostgreSQL's processes)."""
+SQL in PostgreSQL's processes): each mode's searches in a block, then the modes in turns,
+request by request, for the Python of the direct path (drift on a shared machine cancels out
+between the modes)."""
 
 from __future__ import annotations
 
@@ -12,10 +14,13 @@ from typing import Any
 from app.embeddings.local import LocalEmbedder
 from app.inputs.vocabulary import SearchMode
 from app.retrieval import search, search_request
+from app.retrieval.bm25 import EXPLICIT_OPERATORS
 from app.settings import Settings
 from bench.kit.database import BenchDatabase
 from bench.kit.stubs import StubEmbedder
 from bench.saturation.cpu import ProcessTree, postmaster_pid
+
+MODES = (SearchMode.VECTOR, SearchMode.KEYWORD, SearchMode.HYBRID)
 
 
 async def measure(
@@ -24,7 +29,9 @@ async def measure(
     """CPU ms per query (all of this process's threads) and the wall-clock median, of each
     part: `embedding` (one text per call, as a search embeds; then in batches, per text), then
     per mode `python <mode>`
-    (the search code around the SQL, this process) and `sql <mode>` (PostgreSQL's processes)."""
+    (the search code around the SQL, this process, every text) and `sql <mode>` (PostgreSQL's
+    processes); then `python <mode>, direct, in turns` (medians per search, the modes taking
+    turns, the texts without web-search operators: the direct path)."""
     measured: dict[str, Any] = {}
     vectors: dict[str, list[float]] = {}
     # the ONNX threads the server's workers have (RAG_EMBEDDING_THREADS; 0: the cores)
@@ -50,7 +57,7 @@ async def measure(
     assert db.server is not None
     postgres = ProcessTree(postmaster_pid(db.server.pgdata))
     stub = StubEmbedder(local.model_id, local.dimensions, vectors)
-    for mode in (SearchMode.VECTOR, SearchMode.KEYWORD, SearchMode.HYBRID):
+    for mode in MODES:
         requests = [
             search_request(db.settings, local.model_id, query=t, mode=mode, top_k=10) for t in texts
         ]
@@ -64,7 +71,35 @@ async def measure(
         python_s, sql_s = time.process_time() - began, postgres.seconds() - pg_began
         measured[f"python {mode.value}"] = _part(python_s, walls, len(requests))
         measured[f"sql {mode.value}"] = _part(sql_s, walls, len(requests))
+    measured |= await _in_turns(db, stub, tenant_id, texts)
     return measured
+
+
+async def _in_turns(
+    db: BenchDatabase, embedder: StubEmbedder, tenant_id: str, texts: list[str]
+) -> dict[str, Any]:
+    """Median Python CPU per search of each mode, the modes taking turns request by request;
+    the texts that go the direct path (no web-search operators, as search.py decides)."""
+    direct = [text for text in texts if not EXPLICIT_OPERATORS.search(text)]
+    cpu: dict[SearchMode, list[float]] = {mode: [] for mode in MODES}
+    walls: dict[SearchMode, list[float]] = {mode: [] for mode in MODES}
+    for _round in range(3):
+        for text in direct:
+            for mode in MODES:
+                request = search_request(
+                    db.settings, embedder.model_id, query=text, mode=mode, top_k=10
+                )
+                began, start = time.process_time(), time.perf_counter()
+                await search(db.sessions, embedder, tenant_id=tenant_id, request=request)
+                walls[mode].append(time.perf_counter() - start)
+                cpu[mode].append(time.process_time() - began)
+    return {
+        f"python {mode.value}, direct, in turns": {
+            "cpu_ms": round(1000 * statistics.median(cpu[mode]), 3),
+            "wall_p50_ms": round(1000 * statistics.median(walls[mode]), 3),
+        }
+        for mode in MODES
+    }
 
 
 def _two_at_once(settings: Settings, texts: list[str]) -> dict[str, float]:
