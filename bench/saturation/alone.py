@@ -78,14 +78,15 @@ async def measure(
 async def _in_turns(
     db: BenchDatabase, embedder: StubEmbedder, tenant_id: str, texts: list[str]
 ) -> dict[str, Any]:
-    """Median Python CPU per search of each mode, the modes taking turns request by request;
-    the texts that go the direct path (no web-search operators, as search.py decides)."""
+    """Median Python CPU per search of each mode, the modes taking turns request by request, in
+    a rotating order (a search runs warmer after one of its kind); the texts that go the direct
+    path (no web-search operators, as search.py decides)."""
     direct = [text for text in texts if not EXPLICIT_OPERATORS.search(text)]
     cpu: dict[SearchMode, list[float]] = {mode: [] for mode in MODES}
     walls: dict[SearchMode, list[float]] = {mode: [] for mode in MODES}
     for _round in range(3):
-        for text in direct:
-            for mode in MODES:
+        for i, text in enumerate(direct):
+            for mode in MODES[i % 3 :] + MODES[: i % 3]:  # each mode after each other
                 request = search_request(
                     db.settings, embedder.model_id, query=text, mode=mode, top_k=10
                 )
