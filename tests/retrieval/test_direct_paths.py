@@ -40,6 +40,9 @@ REQUESTS: list[dict[str, Any]] = [
     {"mode": SearchMode.HYBRID, "fusion": FusionMethod.RRF},
     {"mode": SearchMode.HYBRID, "fusion": FusionMethod.WEIGHTED, "threshold": 0.3},
     {"mode": SearchMode.KEYWORD, "top_k": 50},  # more than match: a shortfall
+    {"mode": SearchMode.HYBRID, "top_k": 50},  # every candidate of both legs, fused
+    {"mode": SearchMode.HYBRID, "fusion": FusionMethod.WEIGHTED, "vector_weight": 0.2},
+    {"mode": SearchMode.HYBRID, "fusion": FusionMethod.RRF, "rrf_k": 5, "threshold": 0.3},
 ]
 
 
