@@ -13,7 +13,7 @@ from typing import Any
 
 from app.embeddings.local import LocalEmbedder
 from app.inputs.vocabulary import SearchMode
-from app.retrieval import search, search_request
+from app.retrieval import SearchFilters, search, search_request
 from app.retrieval.bm25 import EXPLICIT_OPERATORS
 from app.settings import Settings
 from bench.kit.database import BenchDatabase
@@ -21,6 +21,8 @@ from bench.kit.stubs import StubEmbedder
 from bench.saturation.cpu import ProcessTree, postmaster_pid
 
 MODES = (SearchMode.VECTOR, SearchMode.KEYWORD, SearchMode.HYBRID)
+# the direct path, and the session's (a filter; the bench's one collection keeps every chunk)
+WAYS = {"direct": None, "collection filter": SearchFilters(collections=["default"])}
 
 
 async def measure(
@@ -30,8 +32,9 @@ async def measure(
     part: `embedding` (one text per call, as a search embeds; then in batches, per text), then
     per mode `python <mode>`
     (the search code around the SQL, this process, every text) and `sql <mode>` (PostgreSQL's
-    processes); then `python <mode>, direct, in turns` (medians per search, the modes taking
-    turns, the texts without web-search operators: the direct path)."""
+    processes); then `python <mode>, <way>, in turns` (medians per search, the modes taking
+    turns, the texts without web-search operators: the direct path, and the same filtered by
+    their collection: the session's)."""
     measured: dict[str, Any] = {}
     vectors: dict[str, list[float]] = {}
     # the ONNX threads the server's workers have (RAG_EMBEDDING_THREADS; 0: the cores)
@@ -80,27 +83,34 @@ async def _in_turns(
 ) -> dict[str, Any]:
     """Median Python CPU per search of each mode, the modes taking turns request by request, in
     a rotating order (a search runs warmer after one of its kind); the texts that go the direct
-    path (no web-search operators, as search.py decides)."""
+    path (no web-search operators, as search.py decides), then the same searches filtered by
+    their collection (every chunk kept), which go the session's way."""
     direct = [text for text in texts if not EXPLICIT_OPERATORS.search(text)]
-    cpu: dict[SearchMode, list[float]] = {mode: [] for mode in MODES}
-    walls: dict[SearchMode, list[float]] = {mode: [] for mode in MODES}
-    for _round in range(3):
-        for i, text in enumerate(direct):
-            for mode in MODES[i % 3 :] + MODES[: i % 3]:  # each mode after each other
-                request = search_request(
-                    db.settings, embedder.model_id, query=text, mode=mode, top_k=10
-                )
-                began, start = time.process_time(), time.perf_counter()
-                await search(db.sessions, embedder, tenant_id=tenant_id, request=request)
-                walls[mode].append(time.perf_counter() - start)
-                cpu[mode].append(time.process_time() - began)
-    return {
-        f"python {mode.value}, direct, in turns": {
-            "cpu_ms": round(1000 * statistics.median(cpu[mode]), 3),
-            "wall_p50_ms": round(1000 * statistics.median(walls[mode]), 3),
-        }
-        for mode in MODES
-    }
+    measured: dict[str, Any] = {}
+    for way, filters in WAYS.items():
+        cpu: dict[SearchMode, list[float]] = {mode: [] for mode in MODES}
+        walls: dict[SearchMode, list[float]] = {mode: [] for mode in MODES}
+        for _round in range(3):
+            for i, text in enumerate(direct):
+                for mode in MODES[i % 3 :] + MODES[: i % 3]:  # each mode after each other
+                    request = search_request(
+                        db.settings,
+                        embedder.model_id,
+                        query=text,
+                        mode=mode,
+                        top_k=10,
+                        filters=filters,
+                    )
+                    began, start = time.process_time(), time.perf_counter()
+                    await search(db.sessions, embedder, tenant_id=tenant_id, request=request)
+                    walls[mode].append(time.perf_counter() - start)
+                    cpu[mode].append(time.process_time() - began)
+        for mode in MODES:
+            measured[f"python {mode.value}, {way}, in turns"] = {
+                "cpu_ms": round(1000 * statistics.median(cpu[mode]), 3),
+                "wall_p50_ms": round(1000 * statistics.median(walls[mode]), 3),
+            }
+    return measured
 
 
 def _two_at_once(settings: Settings, texts: list[str]) -> dict[str, float]:
