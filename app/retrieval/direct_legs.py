@@ -54,7 +54,7 @@ from app.retrieval.bm25 import (
     stats_statement,
 )
 from app.retrieval.fusion import FusionMethod
-from app.retrieval.hits import Hit, hits_statement, in_order
+from app.retrieval.hits import Hit, hit_of, hits_statement, ordered
 from app.retrieval.nearest import candidates
 from app.retrieval.requests import SearchMode, SearchRequest
 from app.retrieval.shortfall import Shortfall, shortfall_of
@@ -110,9 +110,9 @@ class DirectLegs:
         if self._read["lexical"] < request.fetch and sum(self._read["dfs"] or ()) > window:
             # too few of the best window passed (a filter on the model during a reindex, say)
             await self._run(self._statement(windowed=False), values)
-        rows = {row["id"]: row for row in self._rows if row["id"] is not None}
-        scored = [(chunk_id, float(row["hit_score"])) for chunk_id, row in rows.items()]
-        hits = in_order(rows, scored, keep_order=False)
+        hits = ordered(
+            [hit_of(row, float(row["hit_score"])) for row in self._rows if row["id"] is not None]
+        )
         passed = (
             self._read["lexical"] if request.mode is SearchMode.KEYWORD else self._read["fused"]
         )
