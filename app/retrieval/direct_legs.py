@@ -1,9 +1,10 @@
-"""A keyword or hybrid search without filters in one statement, for the direct path
-(app/retrieval/search.py), on the driver connection of a scoped transaction: compiled once by
-SQLAlchemy with the tenant and the query as parameters, or, for a tenant searched again and
-again, with the tenant written in (`_tenant_legs`: a plan kept on one server, planning.py's
-`GENERIC_ON_ONE_SERVER`). The session path sends four to six statements, each built per request,
-and fuses in Python (legs.py, fusion.py).
+"""A keyword or hybrid search without filters, or filtered by collections only, in one
+statement, for the direct path (app/retrieval/search.py), on the driver connection of a scoped
+transaction: compiled once by SQLAlchemy with the tenant, the query and the collections as
+parameters, or, for a tenant searched again and again, with the tenant written in
+(`_tenant_legs`: a plan kept on one server, planning.py's `GENERIC_ON_ONE_SERVER`). The session
+path sends four to six statements, each built per request, and fuses in Python (legs.py,
+fusion.py).
 
 The statement works out the query's term statistics in the tenant (its lexemes' df, the
 tenant's chunk and token counts, each lexeme's IDF) and ranks the chunks by BM25 with them. For
@@ -53,6 +54,7 @@ from app.retrieval.bm25 import (
     scoring,
     stats_statement,
 )
+from app.retrieval.filters import in_collections
 from app.retrieval.fusion import FusionMethod
 from app.retrieval.hits import Hit, hit_of, hits_statement, ordered
 from app.retrieval.nearest import candidates
@@ -105,6 +107,7 @@ class DirectLegs:
             "rrf_k": request.rrf_k,
             "vector_weight": request.vector_weight,
             "lexical_weight": 1.0 - request.vector_weight,  # fusion.py's, computed alike
+            "collections": list(request.filters.collections or ()),
         }
         await self._run(self._statement(windowed=True), values)
         if self._read["lexical"] < request.fetch and sum(self._read["dfs"] or ()) > window:
@@ -121,11 +124,15 @@ class DirectLegs:
     def _statement(self, *, windowed: bool) -> Compiled:
         request = self.request
         fusion = request.fusion if request.mode is SearchMode.HYBRID else None
-        shape = (fusion, request.threshold is not None, self.exact)
+        shape = (fusion, request.threshold is not None, self.exact, self._filtered)
         if not self.kept:
             return _compiled_legs(*shape, windowed=windowed)
         constants = (self.tenant_id, self.model, request.fetch, request.top_k)
         return _tenant_legs(*shape, windowed, *constants)
+
+    @property
+    def _filtered(self) -> bool:
+        return self.request.filters.collections is not None
 
     def shortfall(self, returned: int) -> Shortfall | None:
         """Why fewer than `top_k` came back, from the count the legs statement made."""
@@ -133,11 +140,12 @@ class DirectLegs:
         if returned >= request.top_k:
             return None
         in_scope = int(self._read["in_scope"])
+        any_rows = int(self._read["in_tenant"]) > 0 if self._filtered else in_scope > 0
         return shortfall_of(
-            in_scope > 0,
+            any_rows,
             in_scope,
             returned=returned,
-            filtered=False,
+            filtered=self._filtered,
             threshold=request.threshold,
             keyword=request.mode is SearchMode.KEYWORD,
             hybrid=request.mode is SearchMode.HYBRID,
@@ -152,11 +160,20 @@ class DirectLegs:
 
 @functools.cache
 def _compiled_legs(
-    fusion: FusionMethod | None, with_threshold: bool, exact: bool, *, windowed: bool
+    fusion: FusionMethod | None,
+    with_threshold: bool,
+    exact: bool,
+    filtered: bool = False,
+    *,
+    windowed: bool,
 ) -> Compiled:
-    """The statement of a keyword search (`fusion` None) or of a hybrid one fused by `fusion`."""
+    """The statement of a keyword search (`fusion` None) or of a hybrid one fused by `fusion`;
+    `filtered`: in the collections named by the parameter `collections`."""
     tenant = bindparam("tenant", type_=Text)
-    scope = [Chunk.tenant_id == tenant, Chunk.embedding_model == bindparam("model", type_=Text)]
+    in_tenant = [Chunk.tenant_id == tenant, Chunk.embedding_model == bindparam("model", type_=Text)]
+    scope = list(in_tenant)
+    if filtered:
+        scope.append(in_collections(tenant, bindparam("collections", type_=ARRAY(Text))))
     weights = _weights(tenant, bindparam("query", type_=Text))
     scored = _scored(tenant, weights).subquery("scored")
     window = bindparam("window", type_=Integer) if windowed else None
@@ -165,13 +182,16 @@ def _compiled_legs(
     lexical = best_passing(scored, scope, fetch, window=window).cte("lexical")
     lexical = lexical.prefix_with("MATERIALIZED")
     best_first = (lexical.c.score.desc(), lexical.c.id)
-    # the tenant's chunks of the model, counted up to top_k: why fewer came back, if they did
+    # the chunks in scope counted up to top_k, and with a filter whether the tenant has any of
+    # the model: why fewer came back, if they did
     scoped = select(Chunk.id).where(*scope).limit(top_k).subquery()
     columns: list[Any] = [
         _count(scoped, "in_scope"),
         weights.c.dfs,  # the query's postings: whether a window too narrow hid some
         _count(lexical, "lexical"),  # the keyword leg's candidates
     ]
+    if filtered:
+        columns.append(_count(select(Chunk.id).where(*in_tenant).limit(1).subquery(), "in_tenant"))
     vector = bindparam("vector", type_=Chunk.embedding.type)
     if fusion is None:
         best = select(lexical).order_by(*best_first).limit(top_k).cte("best")
@@ -260,6 +280,7 @@ def _tenant_legs(
     fusion: FusionMethod | None,
     with_threshold: bool,
     exact: bool,
+    filtered: bool,
     windowed: bool,
     tenant_id: str,
     model: str,
@@ -276,7 +297,7 @@ def _tenant_legs(
         "window": WINDOW_PER_RESULT * fetch,
         "top_k": top_k,
     }
-    general = _compiled_legs(fusion, with_threshold, exact, windowed=windowed)
+    general = _compiled_legs(fusion, with_threshold, exact, filtered, windowed=windowed)
     return with_constants(general, {k: v for k, v in constants.items() if k in general.names})
 
 

@@ -6,8 +6,10 @@ import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from decimal import Decimal
+from typing import Any
 
-from sqlalchemy import ColumnElement, Numeric, and_, case, cast, false, func, or_, select
+from sqlalchemy import ColumnElement, Numeric, and_, any_, case, cast, false, func, or_, select
+from sqlalchemy.dialects.postgresql import ARRAY, UUID
 
 from app.db.models import Chunk, Collection, Document
 
@@ -50,6 +52,23 @@ def conditions(filters: SearchFilters) -> list[ColumnElement[bool]]:
         if condition.bounds:
             found.append(_in_range(key, condition.bounds))
     return found
+
+
+def collections_only(filters: SearchFilters) -> bool:
+    """Whether the filters hold nothing but collections, if that: the direct path takes the
+    collections as a parameter of its statements compiled once (`in_collections`)."""
+    return filters.source_types is None and filters.document_ids is None and not filters.metadata
+
+
+def in_collections(tenant: Any, names: Any) -> ColumnElement[bool]:
+    """`conditions`' collection filter with the tenant and the names (a text array) as values or
+    parameters: the ids of the tenant's collections of those names, read once (an InitPlan),
+    then matched as an index condition of the btree on (tenant_id, collection_id). The tenant
+    named in the subquery too lets Citus route the whole statement to the tenant's shard."""
+    ids = select(func.array_agg(Collection.id)).where(
+        Collection.tenant_id == tenant, Collection.name == any_(names)
+    )
+    return Chunk.collection_id == any_(cast(ids.scalar_subquery(), ARRAY(UUID)))
 
 
 def _in_range(key: str, bounds: Mapping[str, float]) -> ColumnElement[bool]:

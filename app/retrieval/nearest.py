@@ -10,7 +10,8 @@ filters (tenant via RLS, collections, metadata) drop candidates (planning.py set
 
 Two ways to send it: built per request by SQLAlchemy in an ORM session (`nearest_hits`,
 filters and access conditions of any shape), or compiled once for the driver's own
-connection (`direct_query`, `direct_hits`: the commonest request, no filters), either the
+connection (`direct_query`, `direct_hits`: the commonest request, no filters but perhaps
+collections, filters.py's `in_collections`), either the
 statement every tenant shares (the tenant a parameter) or a tenant's own (the tenant, the
 model and the limits written in as constants, planning.py says why).
 """
@@ -28,17 +29,20 @@ from sqlalchemy import (
     ColumnElement,
     Float,
     Integer,
+    Text,
     bindparam,
     func,
     literal,
     select,
     true,
 )
+from sqlalchemy.dialects.postgresql import ARRAY
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.db.models import Chunk
 from app.db.statements import Compiled, compiled, with_constants
 from app.db.tenancy import Setting
+from app.retrieval.filters import in_collections
 from app.retrieval.hits import SOURCE_COLUMNS, Hit, hit_of, ordered, with_sources
 from app.retrieval.planning import direct_settings
 from app.retrieval.requests import SearchRequest
@@ -114,8 +118,8 @@ def direct_query(
 async def direct_hits(
     connection: asyncpg.Connection[Any], query: DirectQuery
 ) -> tuple[list[Hit], int, int]:
-    """`nearest_hits` without filters (`direct_query`), on the driver connection, the rows
-    read as the driver returns them."""
+    """`nearest_hits` filtered by collections at most (`direct_query`), on the driver
+    connection, the rows read as the driver returns them."""
     records = await connection.fetch(query.statement.sql, *query.arguments)
     return ranked_hits(query.statement.rows(records))
 
@@ -131,13 +135,19 @@ def direct_statement(
     """The direct path's SQL and its positional arguments (EXPLAIN in tests sends them too):
     the tenant's own statement (`kept`), or the one every tenant shares."""
     with_threshold = request.threshold is not None
-    values: dict[str, Any] = {"vector": vector, "threshold": request.threshold}
+    collections = request.filters.collections
+    filtered = collections is not None
+    values: dict[str, Any] = {
+        "vector": vector,
+        "threshold": request.threshold,
+        "collections": list(collections or ()),
+    }
     if kept:
         statement = _tenant_statement(
-            with_threshold, exact, tenant_id, model, request.fetch, request.top_k
+            with_threshold, exact, filtered, tenant_id, model, request.fetch, request.top_k
         )
     else:
-        statement = _compiled_nearest(with_threshold, exact)
+        statement = _compiled_nearest(with_threshold, exact, filtered)
         values |= {
             "tenant": tenant_id,
             "model": model,
@@ -223,9 +233,13 @@ def ranked_hits(rows: Sequence[Mapping[Any, Any]]) -> tuple[list[Hit], int, int]
 
 
 @functools.cache
-def _compiled_nearest(with_threshold: bool, exact: bool) -> Compiled:
-    """The vector statement with named parameters, compiled once for asyncpg."""
-    where = [Chunk.tenant_id == bindparam("tenant"), Chunk.embedding_model == bindparam("model")]
+def _compiled_nearest(with_threshold: bool, exact: bool, filtered: bool = False) -> Compiled:
+    """The vector statement with named parameters, compiled once for asyncpg; `filtered`: in
+    the collections named by the parameter `collections`."""
+    tenant: Any = bindparam("tenant")
+    where = [Chunk.tenant_id == tenant, Chunk.embedding_model == bindparam("model")]
+    if filtered:
+        where.append(in_collections(tenant, bindparam("collections", type_=ARRAY(Text))))
     return compiled(
         _nearest_statement(
             bindparam("vector", type_=Chunk.embedding.type),
@@ -234,22 +248,28 @@ def _compiled_nearest(with_threshold: bool, exact: bool) -> Compiled:
             bindparam("threshold", type_=Float) if with_threshold else None,
             bindparam("top_k", type_=Integer),
             exact,
-            tenant=bindparam("tenant"),
+            tenant=tenant,
         )
     )
 
 
 @functools.lru_cache(maxsize=4096)
 def _tenant_statement(
-    with_threshold: bool, exact: bool, tenant_id: str, model: str, fetch: int, top_k: int
+    with_threshold: bool,
+    exact: bool,
+    filtered: bool,
+    tenant_id: str,
+    model: str,
+    fetch: int,
+    top_k: int,
 ) -> Compiled:
     """The vector statement with the tenant, the model and the limits written in as constants
-    (a statement of its own per tenant, whose generic plan sees them), the vector and the
-    threshold left as parameters."""
+    (a statement of its own per tenant, whose generic plan sees them), the vector, the
+    threshold and the collections left as parameters."""
     constants: dict[str, str | int] = {
         "tenant": tenant_id,
         "model": model,
         "fetch": fetch,
         "top_k": top_k,
     }
-    return with_constants(_compiled_nearest(with_threshold, exact), constants)
+    return with_constants(_compiled_nearest(with_threshold, exact, filtered), constants)

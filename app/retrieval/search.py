@@ -1,10 +1,10 @@
 """Search over a tenant's chunks: vector (HNSW cosine), keyword (full text), hybrid.
 
 Vector mode is one statement (nearest.py) under the settings of planning.py. A search without
-filters or diversity, the commonest request, goes the direct way: statements compiled once,
-on the driver's own connection (app/db/scoped.py), no ORM session; for keyword and hybrid,
-their legs in one statement (direct_legs.py). Everything else goes through a session, where
-the caller's access condition is worked out (visibility.py).
+diversity or filters other than collections, the commonest request, goes the direct way:
+statements compiled once, on the driver's own connection (app/db/scoped.py), no ORM session;
+for keyword and hybrid, their legs in one statement (direct_legs.py). Everything else goes
+through a session, where the caller's access condition is worked out (visibility.py).
 
 Keyword mode ranks by BM25 with the tenant's own statistics (bm25.py). Threshold by mode:
 vector keeps candidates with cosine similarity >= threshold; keyword ignores it (BM25 scores
@@ -32,7 +32,7 @@ from app.observability.metrics import observe_search
 from app.retrieval.bm25 import EXPLICIT_OPERATORS
 from app.retrieval.direct_legs import DirectLegs
 from app.retrieval.diversity import mmr
-from app.retrieval.filters import conditions
+from app.retrieval.filters import collections_only, conditions
 from app.retrieval.hits import Hit, SearchOutcome, scored_hits
 from app.retrieval.legs import SessionLegs, ranked
 from app.retrieval.nearest import direct_hits, direct_query, nearest_hits, nearest_scored
@@ -172,12 +172,13 @@ async def _first_stage(
 
 
 def _direct(request: SearchRequest) -> bool:
-    """A search with no filters and no diversity, the commonest request, skips the ORM
-    session: statements compiled once, on the driver connection (`scoped_connection`: the
-    settings, then the statements; its read-only transaction commits after the answer).
-    Filters, and the web-search operators of a keyword leg, are compiled per request by
-    SQLAlchemy and go the session's way."""
-    if request.diversity or conditions(request.filters):
+    """A search with no filters but collections, if any, and no diversity, the commonest
+    request, skips the ORM session: statements compiled once, the collections a parameter, on
+    the driver connection (`scoped_connection`: the settings, then the statements; its
+    read-only transaction commits after the answer). Other filters, and the web-search
+    operators of a keyword leg, are compiled per request by SQLAlchemy and go the session's
+    way."""
+    if request.diversity or not collections_only(request.filters):
         return False
     return request.mode is SearchMode.VECTOR or not EXPLICIT_OPERATORS.search(request.query)
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator
+from dataclasses import replace
 
 import pytest
 from sqlalchemy import text
@@ -30,6 +31,7 @@ from app.ingest.documents import ingest_documents
 from app.ingest.inputs import DocumentInput
 from app.ingest.parsing import SourceType
 from app.retrieval import SearchRequest, search
+from app.retrieval.filters import SearchFilters
 from app.retrieval.nearest import direct_statement
 from app.retrieval.planning import EF_SHARED, EF_STEPS, index_settings, search_settings
 from tests.conftest import (
@@ -101,13 +103,18 @@ async def seeded_tenant(sessions: SessionMaker, rows: int) -> str:
     return tenant_id
 
 
-async def vector_plan(engine: AsyncEngine, sessions: SessionMaker, tenant_id: str) -> str:
+async def vector_plan(
+    engine: AsyncEngine,
+    sessions: SessionMaker,
+    tenant_id: str,
+    filters: SearchFilters | None = None,
+) -> str:
     """EXPLAIN of the statement a vector search sends, with the search's own settings, and
     sorting made unattractive: a test tenant is small enough that sorting all its rows is the
     cheapest plan (as it should be); what is checked here is which index an index-ordered
     plan picks, i.e. that the planner proves the dedicated index's predicate from the query."""
     embedder = WordHashEmbedder(384)
-    request = SearchRequest(query="otter badger", top_k=5)
+    request = SearchRequest(query="otter badger", top_k=5, filters=filters or SearchFilters())
     vector = await embedder.embed_query(request.query)
     compiled, arguments = direct_statement(vector, tenant_id, embedder.model_id, request)
     settings = {**search_settings(request, tenant_id), "enable_sort": "off"}
@@ -123,8 +130,11 @@ async def test_a_search_uses_the_tenants_dedicated_index_and_finds_the_same(
     tenant_id = await seeded_tenant(sessions, 300)
     other = await seeded_tenant(sessions, 30)
     request = SearchRequest(query="otter badger marten", top_k=10, ef_search=100)
+    # the direct path's collection filter, a parameter of the tenant's own statement
+    in_default = replace(request, filters=SearchFilters(collections=["default"]))
     embedder = WordHashEmbedder(384)
     before = await search(sessions, embedder, tenant_id=tenant_id, request=request)
+    assert (await search(sessions, embedder, tenant_id=tenant_id, request=in_default)).hits
     assert (await chunk_counts(sessions))[tenant_id] == 300
 
     name = await create_dedicated_index(owner, tenant_id)
@@ -135,11 +145,14 @@ async def test_a_search_uses_the_tenants_dedicated_index_and_finds_the_same(
     assert options == ["m=12", "ef_construction=128"]  # the dedicated graph's, not the shared
     try:
         assert name in await vector_plan(app_engine, sessions, tenant_id)
+        assert name in await vector_plan(app_engine, sessions, tenant_id, in_default.filters)
         elsewhere = await vector_plan(app_engine, sessions, other)
         assert name not in elsewhere
         assert "ix_chunks_embedding_hnsw" in elsewhere
         after = await search(sessions, embedder, tenant_id=tenant_id, request=request)
         assert [h.chunk_id for h in after.hits] == [h.chunk_id for h in before.hits]
+        filtered = await search(sessions, embedder, tenant_id=tenant_id, request=in_default)
+        assert [h.chunk_id for h in filtered.hits] == [h.chunk_id for h in before.hits]
         async with tenant_transaction(sessions, tenant_id) as session:
             count = await session.scalar(text("select count(*) from chunks"))
         assert count == 300

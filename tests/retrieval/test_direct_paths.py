@@ -1,9 +1,11 @@
-"""Keyword and hybrid searches without filters take the direct path (statements compiled once,
-on the driver connection, no ORM session); with filters, the session's. Both must give the
-same answer: the same chunks, in the same order, with the same scores."""
+"""Searches without filters, or filtered by collections only, take the direct path (statements
+compiled once, on the driver connection, no ORM session); with other filters, the session's.
+Both must give the same answer: the same chunks, in the same order, with the same scores, the
+same totals and the same reason for a short answer."""
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import replace
@@ -33,8 +35,17 @@ TEXTS = {
     **{f"quartz{i}": f"quartz and crystal {'rock ' * i} in the sand" for i in range(15)},
     **{f"garden{i}": f"compost heaps and soil {'worms ' * i}" for i in range(10)},
 }
+# a second collection, some of whose words the first one's queries hold
+OTHER_TEXTS = {f"other{i}": f"zircon sand {'crystal ' * i} shore" for i in range(6)}
 QUERIES = ("zircon crystal mining", "crystal sand", "quarry worms soil", "nothing matches xyz")
+# no filter; one collection; one of six chunks and a name the tenant has not
+COLLECTIONS = (None, ["default"], ["other", "missing"])
+# a filter the direct path does not take (source types), which keeps every chunk: the same
+# search, the session's way
+SESSION_WAY = ["text"]
 REQUESTS: list[dict[str, Any]] = [
+    {"mode": SearchMode.VECTOR},
+    {"mode": SearchMode.VECTOR, "threshold": 0.3},
     {"mode": SearchMode.KEYWORD},
     {"mode": SearchMode.HYBRID, "fusion": FusionMethod.WEIGHTED},
     {"mode": SearchMode.HYBRID, "fusion": FusionMethod.RRF},
@@ -70,31 +81,34 @@ async def test_the_direct_and_the_session_path_agree(
 ) -> None:
     tenant_id = await registered_tenant(sessions)
     await ingest(sessions, embedder, tenant_id, TEXTS)
+    await ingest(sessions, embedder, tenant_id, OTHER_TEXTS, collection="other")
     # the tenant's first search probes it for access lists (remembered after)
     await search(sessions, embedder, tenant_id=tenant_id, request=SearchRequest(query="warm"))
-    # a filter that keeps every chunk sends the same search the session's way
-    everything = SearchFilters(collections=["default"])
-    for query in QUERIES:
-        for fields in REQUESTS:
-            direct = SearchRequest(query=query, **{"top_k": 8, **fields})
-            with orm_transactions() as begun:
-                fast = await search(sessions, embedder, tenant_id=tenant_id, request=direct)
-            if len(fast.hits) == direct.top_k:
-                assert begun == [], "a full answer took an ORM session"
-            session_way = replace(direct, filters=everything)
-            with orm_transactions() as begun:
-                slow = await search(sessions, embedder, tenant_id=tenant_id, request=session_way)
-            assert begun, "a filtered search went without an ORM session"
-            label = f"{query!r} {fields}"
-            assert answer(fast) == answer(slow), label
-            assert fast.total_found == slow.total_found, label
-            assert (fast.shortfall is None) == (slow.shortfall is None), label
-            if fast.shortfall is not None and slow.shortfall is not None:
-                # the same reason, but that the filter kept every chunk: the tenant's size
-                reason = slow.shortfall.reason
-                scope = ShortfallReason.SCOPE if reason is ShortfallReason.FILTERS else reason
-                assert fast.shortfall.reason is scope, label
-                assert fast.shortfall.in_scope == slow.shortfall.in_scope, label
+    for collections, query, fields in itertools.product(COLLECTIONS, QUERIES, REQUESTS):
+        filters = SearchFilters(collections=collections)
+        direct = SearchRequest(query=query, **{"top_k": 8, "filters": filters, **fields})
+        with orm_transactions() as begun:
+            fast = await search(sessions, embedder, tenant_id=tenant_id, request=direct)
+        if len(fast.hits) == direct.top_k:
+            assert begun == [], "a full answer took an ORM session"
+        session_way = replace(direct, filters=replace(filters, source_types=SESSION_WAY))
+        with orm_transactions() as begun:
+            slow = await search(sessions, embedder, tenant_id=tenant_id, request=session_way)
+        assert begun, "a search filtered by source type went without an ORM session"
+        label = f"{collections} {query!r} {fields}"
+        assert answer(fast) == answer(slow), label
+        if collections == ["other", "missing"]:
+            assert {h.external_id[:5] for h in fast.hits} <= {"other"}, label
+        assert fast.total_found == slow.total_found, label
+        assert (fast.shortfall is None) == (slow.shortfall is None), label
+        if fast.shortfall is not None and slow.shortfall is not None:
+            # the same reason; without collections, the session's filter kept every chunk,
+            # which the direct path calls the tenant's size
+            reason = slow.shortfall.reason
+            if collections is None and reason is ShortfallReason.FILTERS:
+                reason = ShortfallReason.SCOPE
+            assert fast.shortfall.reason is reason, label
+            assert fast.shortfall.in_scope == slow.shortfall.in_scope, label
     crystal = SearchRequest(query="zircon crystal mining", mode=SearchMode.KEYWORD, top_k=3)
     best = await search(sessions, embedder, tenant_id=tenant_id, request=crystal)
     assert best.hits[0].external_id.startswith("zircon")
@@ -108,16 +122,30 @@ async def test_the_direct_path_sees_only_its_tenant(
     mine = await registered_tenant(sessions)
     theirs = await registered_tenant(sessions)
     await ingest(sessions, embedder, mine, {"a": "zircon crystal", "b": "garden soil"})
-    before = {}
-    for mode in (SearchMode.KEYWORD, SearchMode.HYBRID):
-        request = SearchRequest(query="zircon crystal", mode=mode, top_k=10)
-        before[mode] = answer(await search(sessions, embedder, tenant_id=mine, request=request))
-    await ingest(sessions, embedder, theirs, {f"z{i}": "zircon crystal zircon" for i in range(30)})
-    for mode in (SearchMode.KEYWORD, SearchMode.HYBRID):
-        request = SearchRequest(query="zircon crystal", mode=mode, top_k=10)
+    # no filter, their collection's name and mine, a name only they have
+    ways = [None, ["default"], ["default", "theirs"], ["theirs"]]
+    requests = [
+        SearchRequest(
+            query="zircon crystal", mode=mode, top_k=10, filters=SearchFilters(collections=names)
+        )
+        for mode, names in itertools.product(SearchMode, ways)
+    ]
+    before = [
+        answer(await search(sessions, embedder, tenant_id=mine, request=request))
+        for request in requests
+    ]
+    their_texts = {f"z{i}": "zircon crystal zircon" for i in range(30)}
+    await ingest(sessions, embedder, theirs, their_texts)
+    await ingest(sessions, embedder, theirs, their_texts, collection="theirs")
+    for request, earlier in zip(requests, before, strict=True):
         outcome = await search(sessions, embedder, tenant_id=mine, request=request)
-        assert answer(outcome) == before[mode]
-        assert {h.external_id for h in outcome.hits} <= {"a", "b"}
+        assert answer(outcome) == earlier, request
+        found = {h.external_id for h in outcome.hits}
+        if request.filters.collections == ["theirs"]:
+            assert found == set(), request
+        else:
+            assert "a" in found, request
+            assert found <= {"a", "b"}, request
 
 
 async def test_a_tenant_searched_again_keeps_its_plan_on_one_server(
