@@ -21,8 +21,13 @@ from bench.kit.stubs import StubEmbedder
 from bench.saturation.cpu import ProcessTree, postmaster_pid
 
 MODES = (SearchMode.VECTOR, SearchMode.KEYWORD, SearchMode.HYBRID)
-# the direct path, and the session's (a filter; the bench's one collection keeps every chunk)
-WAYS = {"direct": None, "collection filter": SearchFilters(collections=["default"])}
+# the direct path, unfiltered and filtered by collection, and the session's (a source-type
+# filter); the bench's one collection and one source type keep every chunk
+WAYS = {
+    "direct": None,
+    "collection filter": SearchFilters(collections=["default"]),
+    "source-type filter": SearchFilters(source_types=["text"]),
+}
 
 
 async def measure(
@@ -84,7 +89,8 @@ async def _in_turns(
     """Median Python CPU per search of each mode, the modes taking turns request by request, in
     a rotating order (a search runs warmer after one of its kind); the texts that go the direct
     path (no web-search operators, as search.py decides), then the same searches filtered by
-    their collection (every chunk kept), which go the session's way."""
+    their collection (every chunk kept), which go the direct way too, and by their source type
+    (every chunk kept), which go the session's way."""
     direct = [text for text in texts if not EXPLICIT_OPERATORS.search(text)]
     measured: dict[str, Any] = {}
     for way, filters in WAYS.items():
