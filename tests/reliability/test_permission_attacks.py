@@ -170,14 +170,18 @@ ATTACKS: list[Attack] = [
         )
         for mode in ("vector", "keyword", "hybrid")
     ),
-    (
-        "search, its collection",
-        lambda h: _search(
-            "/api/rag/search",
-            query=f"{h.topic} quarterly",
-            mode="hybrid",
-            collections=[h.collection],
-        ),
+    *(
+        (  # a collection filter takes the direct path (app/retrieval/search.py)
+            f"search {mode}, its collection",
+            lambda h, mode=mode: _search(
+                "/api/rag/search",
+                query=f"{h.topic} quarterly",
+                mode=mode,
+                threshold=0.0,
+                collections=[h.collection],
+            ),
+        )
+        for mode in ("vector", "keyword", "hybrid")
     ),
     (
         "search, diverse",
