@@ -38,8 +38,8 @@ async def measure(
     per mode `python <mode>`
     (the search code around the SQL, this process, every text) and `sql <mode>` (PostgreSQL's
     processes); then `python <mode>, <way>, in turns` (medians per search, the modes taking
-    turns, the texts without web-search operators: the direct path, and the same filtered by
-    their collection: the session's)."""
+    turns, the texts without web-search operators: the direct path, the same filtered by their
+    collection, still direct, and by their source type: the session's)."""
     measured: dict[str, Any] = {}
     vectors: dict[str, list[float]] = {}
     # the ONNX threads the server's workers have (RAG_EMBEDDING_THREADS; 0: the cores)
