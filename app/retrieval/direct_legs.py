@@ -57,7 +57,8 @@ from app.retrieval.bm25 import (
 from app.retrieval.filters import in_collections
 from app.retrieval.fusion import FusionMethod
 from app.retrieval.hits import Hit, hit_of, hits_statement, ordered
-from app.retrieval.nearest import candidates
+from app.retrieval.nearest import above_threshold, cut_short, nearest_rows
+from app.retrieval.planning import EXACT_PLAN
 from app.retrieval.requests import SearchMode, SearchRequest
 from app.retrieval.shortfall import Shortfall, shortfall_of
 
@@ -109,10 +110,14 @@ class DirectLegs:
             "lexical_weight": 1.0 - request.vector_weight,  # fusion.py's, computed alike
             "collections": list(request.filters.collections or ()),
         }
-        await self._run(self._statement(windowed=True), values)
-        if self._read["lexical"] < request.fetch and sum(self._read["dfs"] or ()) > window:
-            # too few of the best window passed (a filter on the model during a reindex, say)
-            await self._run(self._statement(windowed=False), values)
+        await self._legs(values, window)
+        if request.mode is SearchMode.HYBRID and cut_short(
+            int(self._read["measured"]), request, self.exact
+        ):
+            # a filter kept few of a large tenant's chunks: the vector leg read exactly
+            self.exact = True
+            await self.connection.execute(EXACT_PLAN.text)
+            await self._legs(values, window)
         hits = ordered(
             [hit_of(row, float(row["hit_score"])) for row in self._rows if row["id"] is not None]
         )
@@ -120,6 +125,12 @@ class DirectLegs:
             self._read["lexical"] if request.mode is SearchMode.KEYWORD else self._read["fused"]
         )
         return hits, int(passed)
+
+    async def _legs(self, values: dict[str, Any], window: int) -> None:
+        await self._run(self._statement(windowed=True), values)
+        if self._read["lexical"] < self.request.fetch and sum(self._read["dfs"] or ()) > window:
+            # too few of the best window passed (a filter on the model during a reindex, say)
+            await self._run(self._statement(windowed=False), values)
 
     def _statement(self, *, windowed: bool) -> Compiled:
         request = self.request
@@ -197,7 +208,9 @@ def _compiled_legs(
         best = select(lexical).order_by(*best_first).limit(top_k).cte("best")
     else:
         threshold = bindparam("threshold", type_=Float) if with_threshold else None
-        near = candidates(vector, scope, fetch, threshold, exact).cte("nearest_leg")
+        measured = nearest_rows(vector, scope, fetch, exact)
+        near = above_threshold(measured, threshold).cte("nearest_leg")
+        columns.append(_count(measured, "measured"))  # whether the walk was cut short
         if fusion is FusionMethod.RRF:
             fused = _rrf(near, lexical).cte("fused")
         else:

@@ -54,6 +54,11 @@ def conditions(filters: SearchFilters) -> list[ColumnElement[bool]]:
     return found
 
 
+def narrows(filters: SearchFilters) -> bool:
+    """Whether the filters keep less than the whole tenant: any filter at all."""
+    return filters.collections is not None or not collections_only(filters)
+
+
 def collections_only(filters: SearchFilters) -> bool:
     """Whether the filters hold nothing but collections, if that: the direct path takes the
     collections as a parameter of its statements compiled once (`in_collections`)."""

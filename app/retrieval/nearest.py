@@ -42,9 +42,9 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from app.db.models import Chunk
 from app.db.statements import Compiled, compiled, with_constants
 from app.db.tenancy import Setting
-from app.retrieval.filters import in_collections
+from app.retrieval.filters import in_collections, narrows
 from app.retrieval.hits import SOURCE_COLUMNS, Hit, hit_of, ordered, with_sources
-from app.retrieval.planning import direct_settings
+from app.retrieval.planning import EXACT_PLAN, direct_settings
 from app.retrieval.requests import SearchRequest
 
 
@@ -55,9 +55,26 @@ async def nearest_scored(
     request: SearchRequest,
     exact: bool,
 ) -> list[tuple[uuid.UUID, float]]:
-    """(chunk id, similarity) of every candidate that passed the threshold, nearest first."""
+    """(chunk id, similarity) of every candidate that passed the threshold, nearest first; a
+    walk `cut_short` is made again exactly."""
+    scored, measured = await _scored(session, vector, where, request, exact)
+    if cut_short(measured, request, exact):
+        await session.execute(EXACT_PLAN)
+        scored, _ = await _scored(session, vector, where, request, exact=True)
+    return scored
+
+
+async def _scored(
+    session: AsyncSession,
+    vector: list[float],
+    where: Sequence[ColumnElement[bool]],
+    request: SearchRequest,
+    exact: bool,
+) -> tuple[list[tuple[uuid.UUID, float]], int]:
     stmt = _scored_statement(vector, where, request.fetch, request.threshold, exact)
-    return [(row.id, float(row.similarity)) for row in await session.execute(stmt)]
+    rows = (await session.execute(stmt)).all()
+    scored = [(row.id, float(row.similarity)) for row in rows if row.id is not None]
+    return scored, rows[0].candidates
 
 
 async def cosines(
@@ -69,11 +86,31 @@ async def cosines(
     return {row[0]: float(row[1]) for row in rows}
 
 
+def cut_short(measured: int, request: SearchRequest, exact: bool) -> bool:
+    """Whether a filtered search's index walk measured fewer candidates than it asked for
+    (`fetch`): the filters keep fewer chunks, or pgvector ended the iterative scan at
+    `hnsw.max_scan_tuples` (20,000 tuples), as it does when a filter keeps a few chunks of a
+    large tenant and the walk passes the rest; then those it did not reach may be the best,
+    or all there are. Such a search is made again exactly (every chunk in scope measured,
+    read through the filter's index): for a scope that small, a few milliseconds at most.
+    Without filters the scope is the tenant (and the caller's access), whose size the planner
+    knows: a small one is read exactly in the first place (visibility.py)."""
+    return not exact and narrows(request.filters) and measured < request.fetch
+
+
 def _scored_statement(
     vector: Any, where: Sequence[ColumnElement[bool]], fetch: Any, threshold: Any, exact: bool
 ) -> Any:
-    passed = candidates(vector, where, fetch, threshold, exact).subquery()
-    return select(passed.c.id, passed.c.similarity).order_by(passed.c.distance, passed.c.id)
+    """Always one row at least: the candidates measured before the threshold beside each that
+    passed, nearest first, or beside NULLs when none passed."""
+    nearest = nearest_rows(vector, where, fetch, exact)
+    passed = above_threshold(nearest, threshold).subquery()
+    measured = _measured(nearest)
+    return (
+        select(measured.c.candidates, passed.c.id, passed.c.similarity)
+        .select_from(measured.outerjoin(passed, true()))
+        .order_by(passed.c.distance, passed.c.id)
+    )
 
 
 async def nearest_hits(
@@ -84,11 +121,24 @@ async def nearest_hits(
     exact: bool = False,
 ) -> tuple[list[Hit], int, int]:
     """The best `request.top_k` chunks near `vector` passing `where` and the threshold (from
-    the HNSW index, or `exact`ly), how many candidates passed, and how many were measured
-    before the threshold."""
+    the HNSW index, or `exact`ly: also when the walk was `cut_short`), how many candidates
+    passed, and how many were measured before the threshold."""
+    found = await _ranked(session, vector, where, request, exact)
+    if cut_short(found[2], request, exact):
+        await session.execute(EXACT_PLAN)
+        found = await _ranked(session, vector, where, request, exact=True)
+    return found
+
+
+async def _ranked(
+    session: AsyncSession,
+    vector: list[float],
+    where: Sequence[ColumnElement[bool]],
+    request: SearchRequest,
+    exact: bool,
+) -> tuple[list[Hit], int, int]:
     stmt = _nearest_statement(vector, where, request.fetch, request.threshold, request.top_k, exact)
-    rows = [row._mapping for row in await session.execute(stmt)]
-    return ranked_hits(rows)
+    return ranked_hits([row._mapping for row in await session.execute(stmt)])
 
 
 @dataclass(frozen=True, slots=True)
@@ -157,24 +207,13 @@ def direct_statement(
     return statement, statement.arguments(values)
 
 
-def candidates(
-    vector: Any,
-    where: Sequence[ColumnElement[bool]],
-    fetch: Any,
-    threshold: Any | None,
-    exact: bool = False,
-) -> Any:
-    """The nearest `fetch` rows by the HNSW index, materialized, then the threshold: a
-    threshold in the index scan's own WHERE would make the planner give up the index. The
-    values may be bound parameters (the direct path compiles the statement once). `exact`:
-    ordered by `distance + 0`, which no index answers, so every row passing `where` is
-    measured (a small visible set, read from its access lists' index: visibility.py)."""
-    return _passed(_nearest_rows(vector, where, fetch, exact), threshold)
-
-
-def _nearest_rows(
-    vector: Any, where: Sequence[ColumnElement[bool]], fetch: Any, exact: bool
-) -> Any:
+def nearest_rows(vector: Any, where: Sequence[ColumnElement[bool]], fetch: Any, exact: bool) -> Any:
+    """The nearest `fetch` rows by the HNSW index, materialized (`above_threshold` then keeps
+    those passing a threshold: in the index scan's own WHERE it would make the planner give
+    up the index). The values may be bound parameters (the direct path compiles the statement
+    once). `exact`: ordered by `distance + 0`, which no index answers, so every row passing
+    `where` is measured (a small visible set, read from its access lists' index:
+    visibility.py; a walk `cut_short`)."""
     distance = Chunk.embedding.cosine_distance(vector)
     return (
         select(Chunk.id.label("id"), distance.label("distance"))
@@ -186,7 +225,7 @@ def _nearest_rows(
     )
 
 
-def _passed(nearest: Any, threshold: Any | None) -> Any:
+def above_threshold(nearest: Any, threshold: Any | None) -> Any:
     similarity = (literal(1.0) - nearest.c.distance).label("similarity")
     passed = select(nearest.c.id, nearest.c.distance, similarity)
     if threshold is not None:
@@ -206,8 +245,8 @@ def _nearest_statement(
     """Always one row at least: `candidates` (the rows measured before the threshold) beside
     the best `top_k` with their sources, or beside NULLs when none passed. `tenant`: named
     where the best are read back too (an ORM session names it itself)."""
-    nearest = _nearest_rows(vector, where, fetch, exact)
-    passed = _passed(nearest, threshold).subquery()
+    nearest = nearest_rows(vector, where, fetch, exact)
+    passed = above_threshold(nearest, threshold).subquery()
     best = (
         select(passed.c.id, passed.c.similarity, func.count().over().label("passed"))
         .order_by(passed.c.distance, passed.c.id)
@@ -221,8 +260,13 @@ def _nearest_statement(
             best, Chunk, same if tenant is None else (Chunk.tenant_id == tenant) & same
         )
     ).subquery("hits")
-    measured = select(func.count().label("candidates")).select_from(nearest).subquery("measured")
+    measured = _measured(nearest)
     return select(measured.c.candidates, hits).select_from(measured.outerjoin(hits, true()))
+
+
+def _measured(nearest: Any) -> Any:
+    """One row: how many candidates the walk (or the exact scan) measured."""
+    return select(func.count().label("candidates")).select_from(nearest).subquery("measured")
 
 
 def ranked_hits(rows: Sequence[Mapping[Any, Any]]) -> tuple[list[Hit], int, int]:

@@ -18,6 +18,8 @@ on one server only (`GENERIC_ON_ONE_SERVER`).
 
 from __future__ import annotations
 
+from sqlalchemy import text
+
 from app.db.indexes import by_dedicated_index_size
 from app.db.settings_sql import Computed
 from app.db.state import PlanMemory
@@ -49,6 +51,12 @@ GENERIC_ON_ONE_SERVER = Computed(
 # direct search within five minutes (the sessions' `PlanMemory`, app/db/state.py); until
 # then, the statement every tenant shares, planned at each run.
 KEEP_PLAN_FROM = 3
+
+# An exact plan (the candidates ordered by `distance + 0`, which no index answers) reads the
+# rows in scope through the index of a condition (the policy's access arms, a filter's), which
+# the planner costs from table-wide estimates close to reading the whole table: never a
+# sequential scan. Set in a transaction that decides on an exact plan after it began.
+EXACT_PLAN = text("SET LOCAL enable_seqscan = off")
 
 
 def index_settings(

@@ -35,8 +35,15 @@ from app.retrieval.diversity import mmr
 from app.retrieval.filters import collections_only, conditions
 from app.retrieval.hits import Hit, SearchOutcome, scored_hits
 from app.retrieval.legs import SessionLegs, ranked
-from app.retrieval.nearest import direct_hits, direct_query, nearest_hits, nearest_scored
+from app.retrieval.nearest import (
+    cut_short,
+    direct_hits,
+    direct_query,
+    nearest_hits,
+    nearest_scored,
+)
 from app.retrieval.planning import (
+    EXACT_PLAN,
     GENERIC_ON_ONE_SERVER,
     direct_settings,
     keeps_plan,
@@ -198,6 +205,10 @@ async def _direct_nearest(
         sessions, tenant_id, settings=query.settings, read_only=True
     ) as connection:
         hits, total, measured = await direct_hits(connection, query)
+        if cut_short(measured, request, exact):  # a filter kept few of a large tenant's chunks
+            await connection.execute(EXACT_PLAN.text)
+            exactly = direct_query(vector, tenant_id, model, request, exact=True, kept=kept)
+            hits, total, measured = await direct_hits(connection, exactly)
     # Fewer than top_k: the threshold's doing when enough were measured; otherwise
     # explained in a transaction of its own (rare).
     shortfall = threshold_shortfall(len(hits), measured, request.top_k, request.threshold)

@@ -15,7 +15,7 @@ minutes; in a tenant without, every member sees it all and nothing is counted), 
 who sees at most `SMALL_VISIBLE` chunks of the tenant (a bounded count through the same
 policies, kept five minutes per tenant, model and set of principals: a plan choice, never a
 result; both remembered by the sessions' state, app/db/state.py) the vector statements order
-by an expression no index answers (nearest.py `_candidates`), which leaves the planner that
+by an expression no index answers (nearest.py `nearest_rows`), which leaves the planner that
 plan. Larger visible sets walk the HNSW index as every other search does. Measured in
 bench/access_bench.py (docs/BENCHMARKS.md, "Search under document permissions").
 """
@@ -38,6 +38,7 @@ from app.db.tenancy import (
     tenant_transaction,
 )
 from app.permissions import EVERY_DOCUMENT, Readers
+from app.retrieval.planning import EXACT_PLAN
 
 # Chunks: up to this many visible, vector search is exact (~3 us a row: 3 ms for 1,000 rows,
 # 15 ms for 5,000, where an HNSW walk filtered to 10% of a 100k-row graph takes ~18 ms).
@@ -109,11 +110,6 @@ async def access_lists_matter(sessions: SessionMaker, tenant_id: str) -> bool:
     if readers_of_sessions(sessions).all_documents:
         return False
     return await _listed(sessions, plans_of_sessions(sessions), tenant_id)
-
-
-# The exact plan reads the small visible set through the policy's arms, which the planner
-# costs from table-wide estimates close to reading the whole table: never a sequential scan.
-EXACT_PLAN = text("SET LOCAL enable_seqscan = off")
 
 
 def known_plan(plans: PlanMemory, readers: Readers, *, tenant_id: str, model: str) -> bool | None:
