@@ -91,8 +91,9 @@ def cut_short(measured: int, request: SearchRequest, exact: bool) -> bool:
     (`fetch`): the filters keep fewer chunks, or pgvector ended the iterative scan at
     `hnsw.max_scan_tuples` (20,000 tuples), as it does when a filter keeps a few chunks of a
     large tenant and the walk passes the rest; then those it did not reach may be the best,
-    or all there are. Such a search is made again exactly (every chunk in scope measured,
-    read through the filter's index): for a scope that small, a few milliseconds at most.
+    or all there are. Such a search is made again exactly: every chunk in scope measured,
+    read through an index of the filter's or of the tenant's rows, as the planner estimates
+    (a filter it cannot estimate, a collection's subquery, may read the tenant's rows).
     Without filters the scope is the tenant (and the caller's access), whose size the planner
     knows: a small one is read exactly in the first place (visibility.py)."""
     return not exact and narrows(request.filters) and measured < request.fetch
