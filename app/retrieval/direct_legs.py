@@ -57,8 +57,7 @@ from app.retrieval.bm25 import (
 from app.retrieval.filters import in_collections
 from app.retrieval.fusion import FusionMethod
 from app.retrieval.hits import Hit, hit_of, hits_statement, ordered
-from app.retrieval.nearest import above_threshold, cut_short, nearest_rows
-from app.retrieval.planning import EXACT_PLAN
+from app.retrieval.nearest import above_threshold, cut_short, exactly_after_cut, nearest_rows
 from app.retrieval.requests import SearchMode, SearchRequest
 from app.retrieval.shortfall import Shortfall, shortfall_of
 
@@ -116,7 +115,7 @@ class DirectLegs:
         ):
             # a filter kept few of a large tenant's chunks: the vector leg read exactly
             self.exact = True
-            await self.connection.execute(EXACT_PLAN.text)
+            await exactly_after_cut(self.connection)
             await self._legs(values, window)
         hits = ordered(
             [hit_of(row, float(row["hit_score"])) for row in self._rows if row["id"] is not None]

@@ -44,7 +44,7 @@ from app.db.statements import Compiled, compiled, with_constants
 from app.db.tenancy import Setting
 from app.retrieval.filters import in_collections, narrows
 from app.retrieval.hits import SOURCE_COLUMNS, Hit, hit_of, ordered, with_sources
-from app.retrieval.planning import EXACT_PLAN, direct_settings
+from app.retrieval.planning import CUT_SHORT_PLAN, EXACT_PLAN, direct_settings
 from app.retrieval.requests import SearchRequest
 
 
@@ -86,14 +86,21 @@ async def cosines(
     return {row[0]: float(row[1]) for row in rows}
 
 
+async def exactly_after_cut(connection: asyncpg.Connection[Any]) -> None:
+    """The rest of a direct search's transaction under the plan settings of a walk
+    `cut_short` (`CUT_SHORT_PLAN`)."""
+    for statement in CUT_SHORT_PLAN:
+        await connection.execute(statement)
+
+
 def cut_short(measured: int, request: SearchRequest, exact: bool) -> bool:
     """Whether a filtered search's index walk measured fewer candidates than it asked for
     (`fetch`): the filters keep fewer chunks, or pgvector ended the iterative scan at
     `hnsw.max_scan_tuples` (20,000 tuples), as it does when a filter keeps a few chunks of a
     large tenant and the walk passes the rest; then those it did not reach may be the best,
-    or all there are. Such a search is made again exactly: every chunk in scope measured,
-    read through an index of the filter's or of the tenant's rows, as the planner estimates
-    (a filter it cannot estimate, a collection's subquery, may read the tenant's rows).
+    or all there are. Such a search is made again exactly, every chunk in scope measured:
+    the direct path's through the collections' btree (`CUT_SHORT_PLAN`), the session's under
+    `EXACT_PLAN`, through the indexes the planner picks for its filters.
     Without filters the scope is the tenant (and the caller's access), whose size the planner
     knows: a small one is read exactly in the first place (visibility.py)."""
     return not exact and narrows(request.filters) and measured < request.fetch

@@ -39,11 +39,11 @@ from app.retrieval.nearest import (
     cut_short,
     direct_hits,
     direct_query,
+    exactly_after_cut,
     nearest_hits,
     nearest_scored,
 )
 from app.retrieval.planning import (
-    EXACT_PLAN,
     GENERIC_ON_ONE_SERVER,
     direct_settings,
     keeps_plan,
@@ -206,7 +206,7 @@ async def _direct_nearest(
     ) as connection:
         hits, total, measured = await direct_hits(connection, query)
         if cut_short(measured, request, exact):  # a filter kept few of a large tenant's chunks
-            await connection.execute(EXACT_PLAN.text)
+            await exactly_after_cut(connection)
             exactly = direct_query(vector, tenant_id, model, request, exact=True, kept=kept)
             hits, total, measured = await direct_hits(connection, exactly)
     # Fewer than top_k: the threshold's doing when enough were measured; otherwise
