@@ -52,11 +52,14 @@ class Remembered(Generic[K, V]):
 @dataclass(frozen=True, slots=True)
 class PlanMemory:
     """What search plans remember per tenant: whether it has access lists (`listed`), how many
-    chunks a set of principals sees of a model's (`visible`, bounded), and how often it was
-    searched lately (`searches`)."""
+    chunks a set of principals sees of a model's (`visible`, bounded) and of some collections
+    (`collections`, bounded), and how often it was searched lately (`searches`)."""
 
     listed: Remembered[str, bool] = field(default_factory=Remembered)
     visible: Remembered[tuple[str, str, frozenset[str]], int] = field(default_factory=Remembered)
+    collections: Remembered[tuple[str, str, frozenset[str], tuple[str, ...]], int] = field(
+        default_factory=Remembered
+    )
     searches: Remembered[str, int] = field(default_factory=Remembered)
 
 

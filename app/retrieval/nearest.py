@@ -44,7 +44,7 @@ from app.db.statements import Compiled, compiled, with_constants
 from app.db.tenancy import Setting
 from app.retrieval.filters import in_collections, narrows
 from app.retrieval.hits import SOURCE_COLUMNS, Hit, hit_of, ordered, with_sources
-from app.retrieval.planning import CUT_SHORT_PLAN, EXACT_PLAN, direct_settings
+from app.retrieval.planning import COLLECTION_PLAN, EXACT_PLAN, direct_settings
 from app.retrieval.requests import SearchRequest
 
 
@@ -87,10 +87,10 @@ async def cosines(
 
 
 async def exactly_after_cut(connection: asyncpg.Connection[Any]) -> None:
-    """The rest of a direct search's transaction under the plan settings of a walk
-    `cut_short` (`CUT_SHORT_PLAN`)."""
-    for statement in CUT_SHORT_PLAN:
-        await connection.execute(statement)
+    """The rest of a direct search's transaction under the plan settings of an exact read of
+    its collections (`COLLECTION_PLAN`), after a walk `cut_short`."""
+    for name, value in COLLECTION_PLAN.items():
+        await connection.execute(f"SET LOCAL {name} = {value}")
 
 
 def cut_short(measured: int, request: SearchRequest, exact: bool) -> bool:
@@ -99,7 +99,7 @@ def cut_short(measured: int, request: SearchRequest, exact: bool) -> bool:
     `hnsw.max_scan_tuples` (20,000 tuples), as it does when a filter keeps a few chunks of a
     large tenant and the walk passes the rest; then those it did not reach may be the best,
     or all there are. Such a search is made again exactly, every chunk in scope measured:
-    the direct path's through the collections' btree (`CUT_SHORT_PLAN`), the session's under
+    the direct path's through the collections' btree (`COLLECTION_PLAN`), the session's under
     `EXACT_PLAN`, through the indexes the planner picks for its filters.
     Without filters the scope is the tenant (and the caller's access), whose size the planner
     knows: a small one is read exactly in the first place (visibility.py)."""

@@ -57,13 +57,14 @@ KEEP_PLAN_FROM = 3
 # the planner costs from table-wide estimates close to reading the whole table: never a
 # sequential scan. Set in a transaction that decides on an exact plan after it began.
 EXACT_PLAN = text("SET LOCAL enable_seqscan = off")
-# A direct search cut short (its filter a collection's, nearest.py `cut_short`) is read again
-# exactly through the btree on (tenant_id, collection_id): bitmap scans off too, else the
-# planner, which cannot estimate the collections' subquery, reads every row of the tenant
-# through the policy's arms (EXPLAIN ANALYZE, a 2-chunk collection of a 22,000-chunk tenant:
-# 36.6 ms, 0.16 without). The session path's filters keep them (`EXACT_PLAN`): a source type's
-# semi-join and a collection's beside it were 2-4 times slower without.
-CUT_SHORT_PLAN = ("SET LOCAL enable_seqscan = off", "SET LOCAL enable_bitmapscan = off")
+# A direct search read exactly for its collection filter (narrowed.py, or after a walk cut
+# short: nearest.py `cut_short`) reads the collection's chunks through the btree on (tenant_id,
+# collection_id): bitmap scans off too, else the planner, which cannot estimate the
+# collections' subquery, reads every row of the tenant through the policy's arms (EXPLAIN
+# ANALYZE, a 2-chunk collection of a 22,000-chunk tenant: 36.6 ms, 0.16 without). The session
+# path's filters keep them (`EXACT_PLAN`): a source type's semi-join and a collection's beside
+# it were 2-4 times slower without.
+COLLECTION_PLAN: dict[str, Setting] = {"enable_seqscan": "off", "enable_bitmapscan": "off"}
 
 
 def index_settings(

@@ -35,6 +35,7 @@ from app.retrieval.diversity import mmr
 from app.retrieval.filters import collections_only, conditions
 from app.retrieval.hits import Hit, SearchOutcome, scored_hits
 from app.retrieval.legs import SessionLegs, ranked
+from app.retrieval.narrowed import small_collections
 from app.retrieval.nearest import (
     cut_short,
     direct_hits,
@@ -44,6 +45,7 @@ from app.retrieval.nearest import (
     nearest_scored,
 )
 from app.retrieval.planning import (
+    COLLECTION_PLAN,
     GENERIC_ON_ONE_SERVER,
     direct_settings,
     keeps_plan,
@@ -125,14 +127,25 @@ async def _first_stage(
         # RLS filters by the caller's principals (set with the tenant); a caller who may see
         # only a few chunks of the tenant gets them exactly (visibility.py). A caller not
         # counted yet in a tenant with access lists goes the session's way once, where the
-        # count is made.
+        # count is made. So do a few chunks of a collection (narrowed.py).
+        narrow = (
+            not exact
+            and request.mode is not SearchMode.KEYWORD
+            and request.filters.collections is not None
+            and await small_collections(
+                sessions,
+                tenant_id=tenant_id,
+                model=embedder.model_id,
+                names=request.filters.collections,
+            )
+        )
         if request.mode is SearchMode.VECTOR:
             hits, total, shortfall = await _direct_nearest(
-                sessions, vector, tenant_id, embedder.model_id, request, exact
+                sessions, vector, tenant_id, embedder.model_id, request, exact, narrow
             )
         else:
             hits, total, shortfall = await _direct_ranked(
-                sessions, vector, tenant_id, embedder.model_id, request, exact
+                sessions, vector, tenant_id, embedder.model_id, request, exact, narrow
             )
     else:
         listed = await access_lists_matter(sessions, tenant_id)
@@ -197,12 +210,15 @@ async def _direct_nearest(
     model: str,
     request: SearchRequest,
     exact: bool,
+    narrow: bool = False,
 ) -> tuple[list[Hit], int, Shortfall | None]:
-    """A vector search in one statement."""
+    """A vector search in one statement; `narrow`: read exactly through the btree of its few
+    collection chunks (narrowed.py)."""
     kept = keeps_plan(plans_of_sessions(sessions), tenant_id)
-    query = direct_query(vector, tenant_id, model, request, exact=exact, kept=kept)
+    query = direct_query(vector, tenant_id, model, request, exact=exact or narrow, kept=kept)
+    settings = query.settings | COLLECTION_PLAN if narrow else query.settings
     async with scoped_connection(
-        sessions, tenant_id, settings=query.settings, read_only=True
+        sessions, tenant_id, settings=settings, read_only=True
     ) as connection:
         hits, total, measured = await direct_hits(connection, query)
         if cut_short(measured, request, exact):  # a filter kept few of a large tenant's chunks
@@ -224,16 +240,19 @@ async def _direct_ranked(
     model: str,
     request: SearchRequest,
     exact: bool,
+    narrow: bool = False,
 ) -> tuple[list[Hit], int, Shortfall | None]:
     """A keyword or hybrid search in one statement on the driver connection: its legs, their
     fusion and the hits (direct_legs.py). A tenant searched again and again runs a statement of
     its own, as vector search does, whose plan is kept on one server (planning.py,
-    `GENERIC_ON_ONE_SERVER`)."""
+    `GENERIC_ON_ONE_SERVER`). `narrow`: the vector leg read exactly, as `_direct_nearest`'s."""
     kept = keeps_plan(plans_of_sessions(sessions), tenant_id)
+    exact = exact or narrow
+    settings = direct_settings(request, tenant_id, exact, kept, keep=GENERIC_ON_ONE_SERVER)
     async with scoped_connection(
         sessions,
         tenant_id,
-        settings=direct_settings(request, tenant_id, exact, kept, keep=GENERIC_ON_ONE_SERVER),
+        settings=settings | COLLECTION_PLAN if narrow else settings,
         read_only=True,
     ) as connection:
         legs = DirectLegs(connection, vector, request, exact, tenant_id, model, kept=kept)
@@ -244,8 +263,9 @@ async def _direct_ranked(
 async def _own_shortfall(
     sessions: SessionMaker, tenant_id: str, model: str, request: SearchRequest, hits: list[Hit]
 ) -> Shortfall | None:
-    """Why a direct search returned fewer than asked, in a transaction of its own."""
-    async with tenant_transaction(sessions, tenant_id) as session:
+    """Why a direct search returned fewer than asked, in a transaction of its own; its counts
+    read a collection's chunks through the collections' btree (`COLLECTION_PLAN`)."""
+    async with tenant_transaction(sessions, tenant_id, settings=COLLECTION_PLAN) as session:
         return await _shortfall(session, tenant_id, model, request, hits)
 
 
