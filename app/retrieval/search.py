@@ -215,7 +215,8 @@ async def _direct_nearest(
     """A vector search in one statement; `narrow`: read exactly through the btree of its few
     collection chunks (narrowed.py)."""
     kept = keeps_plan(plans_of_sessions(sessions), tenant_id)
-    query = direct_query(vector, tenant_id, model, request, exact=exact or narrow, kept=kept)
+    exact = exact or narrow
+    query = direct_query(vector, tenant_id, model, request, exact=exact, kept=kept)
     settings = query.settings | COLLECTION_PLAN if narrow else query.settings
     async with scoped_connection(
         sessions, tenant_id, settings=settings, read_only=True
