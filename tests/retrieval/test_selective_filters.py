@@ -4,7 +4,8 @@ A vector search walks the HNSW index (a large tenant's dedicated one) with itera
 which pass the rows a filter refuses and walk on; pgvector ends the walk after
 `hnsw.max_scan_tuples` (20,000) tuples. A search of one small collection of a 22,000-chunk
 tenant found none of its chunks when they lay past that (and said "the index search found
-only 0 chunks"). A walk cut short is now made again exactly (nearest.py, `cut_short`)."""
+only 0 chunks"). A walk cut short is now made again exactly (nearest.py, `cut_short`), and on
+the direct path a small collection is read exactly in the first place (narrowed.py)."""
 
 from __future__ import annotations
 
@@ -20,12 +21,14 @@ from sqlalchemy import text
 from app.db.embedded import with_database
 from app.db.engine import create_engine, create_sessionmaker
 from app.db.indexes import create_dedicated_index, index_connection
-from app.db.tenancy import SessionMaker
+from app.db.state import plans_of_sessions
+from app.db.tenancy import SessionMaker, readers_of_sessions
 from app.ingest.documents import ingest_documents
 from app.ingest.inputs import DocumentInput
 from app.ingest.parsing import SourceType
 from app.retrieval import SearchMode, SearchRequest, search
 from app.retrieval.filters import MetadataCondition, SearchFilters
+from app.retrieval.narrowed import SMALL_COLLECTIONS
 from app.retrieval.shortfall import ShortfallReason
 from tests.conftest import (
     DatabaseUrls,
@@ -156,3 +159,18 @@ async def test_the_filters_of_a_large_tenant_still_walk_its_index(large: LargeTe
     assert len(found.hits) == 10
     assert found.shortfall is None
     assert large.small_id not in {hit.document_id for hit in found.hits}
+
+
+async def test_what_a_collection_holds_is_counted_up_to_the_bound_and_remembered(
+    large: LargeTenant,
+) -> None:
+    """The direct path's plan choice (narrowed.py): the small collection read exactly, the
+    default one (all but 2 of 22,000 chunks) counted no further than the bound, both
+    remembered for the next search."""
+    embedder = WordHashEmbedder(384)
+    principals = readers_of_sessions(large.sessions).principals
+    memory = plans_of_sessions(large.sessions).collections
+    for name, counted in (("pond", large.small_chunks), ("default", SMALL_COLLECTIONS + 1)):
+        request = SearchRequest(query=QUERY, top_k=10, filters=SearchFilters(collections=[name]))
+        await search(large.sessions, embedder, tenant_id=large.tenant_id, request=request)
+        assert memory.get((large.tenant_id, embedder.model_id, principals, (name,))) == counted
