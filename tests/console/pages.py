@@ -8,7 +8,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 from axe_playwright_python.sync_playwright import Axe
-from playwright.sync_api import Browser, ConsoleMessage, Dialog, Page, expect
+from playwright.sync_api import Browser, ConsoleMessage, Dialog, Locator, Page, expect
 
 from tests.browser import artifact, only_origin
 from tests.console.conftest import Console
@@ -71,6 +71,12 @@ def console_page(browser: Browser, console: Console) -> Iterator[Watched]:
     finally:
         context.close()
     watched.assert_clean()
+
+
+def section(page: Page, name: str) -> Locator:
+    """The link to a section in the navigation: a page may link to a section too (the search
+    page's empty state links to Documents), and which is drawn first is a race."""
+    return page.get_by_role("navigation", name="Sections").get_by_role("link", name=name)
 
 
 def sign_in(page: Page, token: str) -> None:

@@ -12,7 +12,7 @@ from playwright.sync_api import Browser, expect
 
 from app.ingest.parsing import SourceType
 from tests.console.conftest import Console
-from tests.console.pages import checked, console_page, sign_in
+from tests.console.pages import checked, console_page, section, sign_in
 from tests.ingest.office import docx_bytes
 
 pytestmark = pytest.mark.slow
@@ -31,7 +31,7 @@ def test_an_upload_is_followed_through_its_job_to_its_documents(
     with console_page(browser, console) as watched:
         page = watched.page
         sign_in(page, console.token(tenant))
-        page.get_by_role("link", name="Documents").click()
+        section(page, "Documents").click()
         expect(page.get_by_role("heading", name="Documents", exact=True)).to_be_focused()
         page.get_by_label("Files", exact=True).set_input_files(
             [tmp_path / "notes.md", tmp_path / "broken.pdf"]
@@ -50,11 +50,11 @@ def test_an_upload_is_followed_through_its_job_to_its_documents(
         expect(files.get_by_role("row", name=re.compile("broken.pdf failed"))).to_be_visible()
         checked(page, "job")
 
-        page.get_by_role("link", name="Documents").click()
+        section(page, "Documents").click()
         page.get_by_label("Folder", exact=True).set_input_files(folder)
         page.get_by_role("button", name="Upload").click()
         expect(page.locator(".job .badge").first).to_have_text("succeeded", timeout=60_000)
-        page.get_by_role("link", name="Documents").click()
+        section(page, "Documents").click()
         page.get_by_role("link", name="Release notes").click()
         expect(page.get_by_role("heading", name="Release notes")).to_be_visible()
         expect(page.locator(".chunks")).to_contain_text("Version 2 adds hybrid search.")
@@ -67,7 +67,7 @@ def test_an_upload_is_followed_through_its_job_to_its_documents(
         expect(page.locator(".citation").first).to_contain_text("[Release notes]")
         checked(page, "document")
 
-        page.get_by_role("link", name="Documents").first.click()
+        section(page, "Documents").click()
         table = page.get_by_role("table", name="Documents")
         expect(table.get_by_role("row")).to_have_count(4)  # the header and three documents
         expect(table).to_contain_text("guides/setup/install.md")  # a folder's relative path
@@ -132,7 +132,7 @@ def test_every_ingestible_format_is_offered_and_a_word_file_is_filtered(
         expect(
             page.get_by_text("No jobs yet: upload files or a folder in Documents")
         ).to_be_visible()
-        page.get_by_role("link", name="Documents").first.click()
+        section(page, "Documents").click()
         expect(page.get_by_text("No documents yet. Upload files or a folder")).to_be_visible()
         hint_id = page.get_by_label("Files", exact=True).get_attribute("aria-describedby")
         hint = page.locator(f"#{hint_id}")
@@ -150,7 +150,7 @@ def test_every_ingestible_format_is_offered_and_a_word_file_is_filtered(
         expect(page.get_by_role("status")).to_have_text(
             "The job ended: succeeded, 2 documents ingested, 0 failed.", timeout=60_000
         )
-        page.get_by_role("link", name="Documents").first.click()
+        section(page, "Documents").click()
         page.get_by_label("Type", exact=True).select_option(label="Word document")
         page.get_by_role("button", name="Apply").click()
         table = page.get_by_role("table", name="Documents")

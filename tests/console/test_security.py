@@ -11,7 +11,7 @@ import pytest
 from playwright.sync_api import Browser, Page, expect
 
 from tests.console.conftest import TINY_TIER, Console
-from tests.console.pages import checked, console_page, sign_in
+from tests.console.pages import checked, console_page, section, sign_in
 
 pytestmark = pytest.mark.slow
 
@@ -176,7 +176,7 @@ def test_the_keyboard_reaches_everything_from_sign_in_to_a_search(
         # the sections one Tab apart; a new page moves the focus to its heading
         page.get_by_role("link", name="Search").focus()
         page.keyboard.press("Tab")
-        expect(page.get_by_role("link", name="Documents")).to_be_focused()
+        expect(section(page, "Documents")).to_be_focused()
         page.keyboard.press("Enter")
         expect(page.get_by_role("heading", name="Documents", exact=True)).to_be_focused()
         # a dialog takes the focus, and Escape closes it
