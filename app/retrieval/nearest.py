@@ -40,6 +40,7 @@ from sqlalchemy.dialects.postgresql import ARRAY
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.db.models import Chunk
+from app.db.settings_sql import scope_message
 from app.db.statements import Compiled, compiled, with_constants
 from app.db.tenancy import Setting
 from app.retrieval.filters import in_collections, narrows
@@ -88,9 +89,9 @@ async def cosines(
 
 async def exactly_after_cut(connection: asyncpg.Connection[Any]) -> None:
     """The rest of a direct search's transaction under the plan settings of an exact read of
-    its collections (`COLLECTION_PLAN`), after a walk `cut_short`."""
-    for name, value in COLLECTION_PLAN.items():
-        await connection.execute(f"SET LOCAL {name} = {value}")
+    its collections (`COLLECTION_PLAN`), after a walk `cut_short`: one message, built as the
+    transaction's own settings are (settings_sql.py)."""
+    await connection.execute(scope_message(None, COLLECTION_PLAN))
 
 
 def cut_short(measured: int, request: SearchRequest, exact: bool) -> bool:
