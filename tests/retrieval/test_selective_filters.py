@@ -174,3 +174,23 @@ async def test_what_a_collection_holds_is_counted_up_to_the_bound_and_remembered
         request = SearchRequest(query=QUERY, top_k=10, filters=SearchFilters(collections=[name]))
         await search(large.sessions, embedder, tenant_id=large.tenant_id, request=request)
         assert memory.get((large.tenant_id, embedder.model_id, principals, (name,))) == counted
+
+
+@pytest.mark.parametrize("mode", [SearchMode.VECTOR, SearchMode.HYBRID])
+async def test_a_stale_count_still_finds_the_small_collection(
+    large: LargeTenant, mode: SearchMode
+) -> None:
+    """Remembered as large (the collection shrank within five minutes), the small collection is
+    walked on the direct path, the walk is cut short, and the chunks are read again exactly."""
+    embedder = WordHashEmbedder(384)
+    principals = readers_of_sessions(large.sessions).principals
+    memory = plans_of_sessions(large.sessions).collections
+    key = (large.tenant_id, embedder.model_id, principals, ("pond",))
+    memory.put(key, SMALL_COLLECTIONS + 1)
+    request = SearchRequest(
+        query=QUERY, top_k=10, mode=mode, filters=SearchFilters(collections=["pond"])
+    )
+    found = await search(large.sessions, embedder, tenant_id=large.tenant_id, request=request)
+    assert {hit.document_id for hit in found.hits} == {large.small_id}
+    assert len(found.hits) == large.small_chunks
+    assert memory.get(key) == SMALL_COLLECTIONS + 1  # not counted again: walked
