@@ -20,7 +20,8 @@ P50/P95/P99, errors and the CPU time per search of the service's processes, of P
 of Redis and of wrk; `utilisation` is searches/s x CPU s per search / cores. Beside wrk's
 latency, the P50 and P99 inside the service, from its access lines (inside.py): what wrk
 sees beyond them is time a request waited before a worker's event loop took it up; and how
-long the workers waited, ready to run, for a core (cpu.py: QueueWait). In the
+long the workers waited, ready to run, for a core (cpu.py: QueueWait); how the clients'
+connections lay over the workers (cpu.py: ConnectionSplit). In the
 same run, measured alone: the local model's CPU per query embedding, and the CPU per search
 of the retrieval code and of PostgreSQL when the service's search runs in this process, one
 at a time. `--peers` adds
@@ -54,6 +55,7 @@ from bench.kit.server import serve_process
 from bench.kit.synthetic import Synthetic, load_size
 from bench.saturation import alone, profile
 from bench.saturation.cpu import (
+    ConnectionSplit,
     Meter,
     ProcessTree,
     QueueWait,
@@ -221,6 +223,7 @@ def _service_runs(
         pids = _worker_pids(process.pid)
         workers_meter = Meter({f"worker {pid}": ProcessTree(pid) for pid in pids})
         waits = Meter({"workers": QueueWait(tuple(pids))})
+        split = ConnectionSplit(tuple(pids), int(url.rsplit(":", 1)[1]), plan.seconds / 2)
         searches = Target(url, "/api/rag/search", token)
         _warm(searches, cached, meter, plan)
         for series in plan.series:
@@ -238,9 +241,11 @@ def _service_runs(
                     bodies = [body(t, series, plan) for t in cached]
                 workers_meter.start()
                 waits.start()
+                split.start()
                 since = access.mark()
                 result = run(target, bodies, clients=clients, seconds=plan.seconds, meter=meter)
                 per_worker, waited = workers_meter.stop(), waits.stop()["workers"]
+                connections = split.stop()
                 rate = max(rate, result.per_second)
                 named = ", ".join(f"{k}={v}" for k, v in variant.items())
                 engine = f"service, {workers} worker{'s' * (workers > 1)}"
@@ -248,6 +253,7 @@ def _service_runs(
                 rows[-1]["busiest_worker_share"] = round(
                     max(per_worker.values()) / (sum(per_worker.values()) or 1), 3
                 )
+                rows[-1]["connections_per_worker"] = connections
                 rows[-1]["workers_waited_ms_per_request"] = round(
                     1000 * waited / (result.requests or 1), 2
                 )
@@ -339,6 +345,11 @@ def _print_run(row: dict[str, Any]) -> None:
         f"{row['per_second']:7.1f}/s  p50 {row['p50_ms']:.1f}  p99 {row['p99_ms']:.1f} ms  "
         f"errors {row['errors']}  cpu ms/req: {parts}"
         f"  busiest worker {row.get('busiest_worker_share', 1):.0%}"
+        + (
+            f" ({' / '.join(map(str, row['connections_per_worker']))} connections)"
+            if row.get("connections_per_worker")
+            else ""
+        )
         + (
             f"  workers waited for a core {row['workers_waited_ms_per_request']:.2f} ms/req"
             if "workers_waited_ms_per_request" in row

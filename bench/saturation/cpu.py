@@ -1,10 +1,12 @@
 """CPU time of the processes behind a search: the service (supervisor and workers), every
 PostgreSQL process, the Redis server and the load generator, read before and after a run; and
-the time the service's workers were ready to run but waited for a core."""
+the time the service's workers were ready to run but waited for a core; and how the clients'
+connections lie over the workers."""
 
 from __future__ import annotations
 
 import resource
+import threading
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -108,3 +110,42 @@ class Meter:
 
     def stop(self) -> dict[str, float]:
         return {name: part.seconds() - self._began[name] for name, part in self.parts.items()}
+
+
+class ConnectionSplit:
+    """How the clients' connections lie over the workers `pids`: the count of each one's
+    established connections on `port`, read once `after` seconds into a run (wrk opens its
+    connections at the start and keeps them). With a socket per worker (SO_REUSEPORT), the
+    kernel places a connection by a hash of its addresses, so 16 connections may lie 8 / 8 or
+    11 / 5; a worker's requests queue behind its own connections' only."""
+
+    def __init__(self, pids: tuple[int, ...], port: int, after: float) -> None:
+        self.pids, self.port, self.after = pids, port, after
+        self.counts: list[int] = []
+        self._timer: threading.Timer | None = None
+
+    def start(self) -> None:
+        self.counts = []
+        self._timer = threading.Timer(self.after, self._read)
+        self._timer.start()
+
+    def stop(self) -> list[int]:
+        if self._timer is not None:
+            self._timer.join()
+        return sorted(self.counts, reverse=True)
+
+    def _read(self) -> None:
+        counts = []
+        for pid in self.pids:
+            try:
+                connections = psutil.Process(pid).net_connections(kind="tcp")
+            except psutil.Error:
+                continue
+            counts.append(
+                sum(
+                    1
+                    for c in connections
+                    if c.status == psutil.CONN_ESTABLISHED and c.laddr and c.laddr.port == self.port
+                )
+            )
+        self.counts = counts
