@@ -11,7 +11,7 @@ import json
 import psutil
 import pytest
 
-from bench.saturation.cpu import Meter, ReapedChildren, worker_pids
+from bench.saturation.cpu import ConnectionSplit, Meter, ReapedChildren, worker_pids
 from bench.saturation.texts import distinct_texts
 from bench.saturation.wrk import Target as LoadTarget
 from bench.saturation.wrk import run
@@ -22,15 +22,19 @@ CLIENTS, SECONDS = 16, 4
 DOCUMENTS = 24
 
 
-def _worker_rss_mb(port: int) -> list[float]:
-    """Resident memory of the workers: the children of the `rag serve --port PORT` process
-    (its supervisor), the multiprocessing resource tracker left out."""
+def _workers(port: int) -> list[int]:
+    """The workers: the children of the `rag serve --port PORT` process (its supervisor), the
+    multiprocessing resource tracker left out."""
     [supervisor] = [
         p
         for p in psutil.process_iter(["cmdline"])
         if "serve" in (p.info["cmdline"] or []) and str(port) in (p.info["cmdline"] or [])
     ]
-    return [psutil.Process(w).memory_info().rss / 2**20 for w in worker_pids(supervisor.pid)]
+    return worker_pids(supervisor.pid)
+
+
+def _worker_rss_mb(port: int) -> list[float]:
+    return [psutil.Process(w).memory_info().rss / 2**20 for w in _workers(port)]
 
 
 def test_two_workers_answer_every_request_under_saturation(redis_url: str) -> None:
@@ -43,11 +47,14 @@ def test_two_workers_answer_every_request_under_saturation(redis_url: str) -> No
         load = LoadTarget(target.url, "/api/rag/search", tenant.token)
         meter = Meter({"wrk": ReapedChildren()})
         port = int(target.url.rsplit(":", 1)[1])
-        runs = []
+        split = ConnectionSplit(tuple(_workers(port)), port, after=SECONDS / 2)
+        runs, splits = [], []
         for round_ in range(2):
             new = texts[5000 + round_ * 3000 : 8000 + round_ * 3000]
             bodies = [json.dumps({"query": t, "mode": "vector"}) for t in new]
+            split.start()
             runs.append(run(load, bodies, clients=CLIENTS, seconds=SECONDS, meter=meter))
+            splits.append(split.stop())
             keyword = [json.dumps({"query": t, "mode": "keyword"}) for t in new[:200]]
             runs.append(run(load, keyword, clients=CLIENTS, seconds=SECONDS, meter=meter))
             if round_ == 0:
@@ -56,6 +63,9 @@ def test_two_workers_answer_every_request_under_saturation(redis_url: str) -> No
     for result in runs:
         assert result.requests > CLIENTS, result  # every client got replies
         assert result.errors == 0, result  # no 5xx, no 429, no timeout, no dropped connection
+    for counts in splits:  # every client's connection held by a worker (the bench reports it),
+        assert len(counts) == 2, counts  # beside the test's own (its tenant's client)
+        assert sum(counts) >= CLIENTS, counts
     assert len(rss_before) == 2, rss_before
     for before, after in zip(rss_before, rss_after, strict=True):
         assert after - before < 64, (rss_before, rss_after)  # MB: flat, not growing with load
