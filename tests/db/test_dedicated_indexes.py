@@ -32,8 +32,7 @@ from app.ingest.inputs import DocumentInput
 from app.ingest.parsing import SourceType
 from app.retrieval import SearchRequest, search
 from app.retrieval.filters import SearchFilters
-from app.retrieval.nearest import direct_statement
-from app.retrieval.planning import EF_SHARED, EF_STEPS, index_settings, search_settings
+from app.retrieval.planning import EF_SHARED, EF_STEPS, index_settings
 from tests.conftest import (
     OWNER_PASSWORD,
     DatabaseUrls,
@@ -42,6 +41,7 @@ from tests.conftest import (
     small_chunker,
 )
 from tests.fakes import WordHashEmbedder
+from tests.plans import vector_search_plan
 
 WORDS = [
     "heron",
@@ -116,11 +116,9 @@ async def vector_plan(
     embedder = WordHashEmbedder(384)
     request = SearchRequest(query="otter badger", top_k=5, filters=filters or SearchFilters())
     vector = await embedder.embed_query(request.query)
-    compiled, arguments = direct_statement(vector, tenant_id, embedder.model_id, request)
-    settings = {**search_settings(request, tenant_id), "enable_sort": "off"}
-    async with scoped_connection(sessions, tenant_id, settings=settings) as driver:
-        rows = await driver.fetch(f"EXPLAIN (COSTS OFF) {compiled.sql}", *arguments)
-    return "\n".join(row[0] for row in rows)
+    return await vector_search_plan(
+        sessions, tenant_id, embedder.model_id, vector, request, {"enable_sort": "off"}
+    )
 
 
 async def test_a_search_uses_the_tenants_dedicated_index_and_finds_the_same(

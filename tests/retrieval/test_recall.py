@@ -23,11 +23,9 @@ from app.db.indexes import (
     index_connection,
 )
 from app.db.models import Chunk, Collection, Document
-from app.db.scoped import scoped_connection, settled
+from app.db.scoped import settled
 from app.db.tenancy import SessionMaker, registry_transaction, tenant_transaction
 from app.retrieval import SearchRequest, search
-from app.retrieval.nearest import direct_statement
-from app.retrieval.planning import search_settings
 from app.tenants import create_tenant
 from tests.conftest import (
     DIMENSIONS,
@@ -35,6 +33,7 @@ from tests.conftest import (
     drop_fresh_database,
     fresh_database_urls,
 )
+from tests.plans import vector_search_plan
 
 pytestmark = pytest.mark.on_citus
 
@@ -224,14 +223,9 @@ async def _index_walked(sessions: SessionMaker, tenant_id: str, vector: Matrix) 
     """The HNSW index a default vector search of the tenant walks (EXPLAIN of the statement it
     sends, under its settings); "exactly" when it reads the tenant's rows instead."""
     request = SearchRequest(query="q", top_k=10)
-    statement, arguments = direct_statement(
-        vector.tolist(), tenant_id, FixedEmbedder.model_id, request
+    plan = await vector_search_plan(
+        sessions, tenant_id, FixedEmbedder.model_id, vector.tolist(), request
     )
-    settings = search_settings(request, tenant_id)
-    async with scoped_connection(sessions, tenant_id, settings=settings, read_only=True) as driver:
-        plan = "\n".join(
-            row[0] for row in await driver.fetch(f"EXPLAIN {statement.sql}", *arguments)
-        )
     walked = re.search(r"Index Scan using (\S*hnsw\S*)", plan)
     return walked.group(1) if walked else "exactly"
 
