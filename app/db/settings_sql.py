@@ -16,9 +16,10 @@ PL/pgSQL runs each statement of the block through SPI, which passes that stateme
 Citus' utility hook forwards a SET whatever the context it runs in (`citus_ProcessUtilityInternal`;
 `IsMultiStatementTransaction` counts a DO block), so each SET LOCAL reaches the workers as
 itself, and nothing else does. SET LOCAL in a DO block
-without an exception clause lasts until the transaction ends, as at top level. The price: the
-server compiles the block, ~70 µs per transaction more than top-level statements (embedded
-server, 6 settings, medians on a shared machine).
+without an exception clause lasts until the transaction ends, as at top level. On one server
+the block costs about what top-level statements would (`python -m bench.scope_bench`, PostgreSQL
+CPU a transaction: 53 µs against 43 for five plain values; 63 against 73 with a computed
+`hnsw.ef_search`, which a top-level SELECT must plan), so both servers get the same message.
 
 Computed values (`Computed`: an SQL expression, e.g. `hnsw.ef_search` from the number of
 the tenant's chunks) are SET LOCAL statements too, run by EXECUTE in the same block, since SET
