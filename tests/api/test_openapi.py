@@ -14,6 +14,7 @@ from hypothesis.errors import Unsatisfiable
 from openapi_spec_validator import validate
 from schemathesis import GenerationMode
 from schemathesis.checks import not_a_server_error
+from schemathesis.core.errors import InvalidSchema
 from schemathesis.core.result import Ok
 from schemathesis.specs.openapi.checks import (
     content_type_conformance,
@@ -30,6 +31,12 @@ from tests.api.live import LiveServer
 PUBLIC = {"/healthz", "/readyz", "/metrics"}
 PROBLEM = "application/problem+json"
 EXAMPLES = 10
+# Schemathesis 4.32's negative generator sometimes lays out an array element from a branch it
+# cannot fill (a sync's `documents`, a oneOf of two objects: in 7 of 400 runs of that operation)
+# and raises InvalidSchema("Cannot generate an array with 1 demanded elements") for the draw:
+# its own error, not our document's (validated above). Such a run is made again, with new
+# random draws, up to ATTEMPTS times in all; any other error fails at once.
+ATTEMPTS = 3
 
 
 @pytest.fixture(scope="module")
@@ -151,10 +158,20 @@ def test_the_fuzzer_finds_no_undocumented_reply(live: LiveServer) -> None:
                     return
                 case.validate_response(response, checks=CHECKS)
 
-            try:
-                run()
-            except Unsatisfiable:  # nothing invalid to send (no parameters, no body)
-                assert mode is GenerationMode.NEGATIVE, operation.label
-            except Exception as error:
-                failures.append(f"{operation.label} ({mode.value}): {error}")
+            for attempt in range(1, ATTEMPTS + 1):
+                try:
+                    run()
+                except Unsatisfiable:  # nothing invalid to send (no parameters, no body)
+                    assert mode is GenerationMode.NEGATIVE, operation.label
+                except InvalidSchema as error:
+                    if _generator_gave_up(error) and attempt < ATTEMPTS:
+                        continue
+                    failures.append(f"{operation.label} ({mode.value}): {error}")
+                except Exception as error:
+                    failures.append(f"{operation.label} ({mode.value}): {error}")
+                break
     assert not failures, "\n\n".join(failures)
+
+
+def _generator_gave_up(error: InvalidSchema) -> bool:
+    return str(error).startswith("Cannot generate an array with")
