@@ -73,6 +73,7 @@ SERIES = ("vector-new", "vector-cached", "keyword", "hybrid-new", "hybrid-cached
 DEFAULT_SERIES = SERIES[:-1]  # healthz: the cost of a request that does nothing, on request
 WORKLOADS = {"synthetic": 10, "abstracts": 5}  # max_results of each
 CACHED_TEXTS = 50  # half the service's query cache (RAG_QUERY_CACHE_SIZE, 100)
+PEER_TEXTS = 2000  # the peers' query vectors, besides the cached texts
 HEADROOM = 1.6  # new texts per cell: the last rate of the series x seconds x this
 FIRST_RATE = 150.0  # searches/s assumed before a series has a rate
 PEERS = {"chroma": "tenant filter", "chroma-per-tenant": "collection per tenant"}
@@ -103,6 +104,9 @@ def body(text: str, series: str, plan: Plan) -> str:
 async def main(plan: Plan) -> None:
     texts = TextSupply(distinct_texts(long=plan.workload == "abstracts"))
     cached = texts.take(CACHED_TEXTS)
+    # the peers' queries, the same for every peer, set aside before the service's new-text
+    # cells use up the supply (a fast machine's do)
+    peer_texts = cached + texts.take(PEER_TEXTS) if plan.peers else []
     async with bench_database(pool_size=4) as db:
         if plan.workload == "abstracts":
             local, loaded, tenant = await _load_abstracts(db, plan.documents)
@@ -130,8 +134,9 @@ async def main(plan: Plan) -> None:
         for workers in plan.workers:
             for variant in plan.variants or [{}]:
                 runs += _service_runs(db, plan, workers, token, texts, cached, variant)
+        peer_vectors = local.encode_blocking(peer_texts) if plan.peers else []
         for peer in plan.peers:
-            runs += _peer_runs(peer, plan, local, loaded, tenant, cached + texts.take(2000))
+            runs += _peer_runs(peer, plan, loaded, tenant, peer_vectors)
         results["runs"] = runs
         run_table(runs, os.cpu_count() or 1)
         path = write_json("saturation", results)
@@ -311,13 +316,10 @@ def _wait_for_workers(pid: int, workers: int, seconds: float = 120) -> None:
 
 
 def _peer_runs(
-    peer: str, plan: Plan, local: Any, loaded: Any, tenant: Any, query_texts: list[str]
+    peer: str, plan: Plan, loaded: Any, tenant: Any, vectors: Any
 ) -> list[dict[str, Any]]:
     from bench.saturation.chroma import ChromaServer
 
-    if peer not in PEERS:
-        raise SystemExit(f"unknown peer {peer!r}: {', '.join(PEERS)}")
-    vectors = local.encode_blocking(query_texts)
     rows: list[dict[str, Any]] = []
     with ChromaServer(per_tenant=peer == "chroma-per-tenant") as chroma:
         log(f"loading {loaded.size} vectors into Chroma's server ({PEERS[peer]})")
@@ -409,6 +411,8 @@ def parse(argv: list[str]) -> Plan:
     if unknown := set(series) - set(SERIES):
         parser.error(f"unknown series {sorted(unknown)}; known: {', '.join(SERIES)}")
     peers = [p for p in args.peers.split(",") if p]
+    if unknown := set(peers) - set(PEERS):
+        parser.error(f"unknown peers {sorted(unknown)}; known: {', '.join(PEERS)}")
     if peers and args.workload != "synthetic":
         parser.error("--peers run on the synthetic workload's vectors: add --peers ''")
     return Plan(

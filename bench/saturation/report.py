@@ -61,7 +61,7 @@ def chart(runs: list[dict[str, Any]], path: Path) -> None:
     for r in runs:
         if r["engine"] != "profile":
             lines.setdefault((r["engine"], r["series"]), []).append((r["clients"], r["per_second"]))
-    figure, axes = plt.subplots(figsize=(8, 4.5))
+    figure, axes = plt.subplots(figsize=(8, 6))
     colours = {series: f"C{i}" for i, series in enumerate(dict.fromkeys(s for _, s in lines))}
     for (engine, series), points in lines.items():
         clients, rates = zip(*sorted(points), strict=True)
@@ -83,7 +83,8 @@ def chart(runs: list[dict[str, Any]], path: Path) -> None:
     axes.set_ylabel("searches per second")
     axes.set_title("Searches per second at saturation (2 cores, 100k chunks)")
     axes.grid(alpha=0.3)
-    axes.legend(fontsize=7, ncol=2)
+    # below the axes: inside, it hid a line whatever the corner
+    axes.legend(fontsize=7, ncol=2, loc="upper center", bbox_to_anchor=(0.5, -0.13))
     figure.tight_layout()
     path.parent.mkdir(parents=True, exist_ok=True)
     figure.savefig(path, dpi=110)

@@ -1,6 +1,6 @@
 """The saturation bench's parts that the reliability test does not drive: Chroma's HTTP
-server as the peer (started, loaded, queried by wrk), the profile's sums by part and the
-latency inside the service read from its access lines."""
+server as the peer (started, loaded, queried by wrk), the profile's sums by part, the
+latency inside the service read from its access lines and the command line's own checks."""
 
 from __future__ import annotations
 
@@ -125,3 +125,15 @@ def _finished(pid: int) -> bool:
         return Path(f"/proc/{pid}/stat").read_text().split(") ", 1)[1].startswith("Z")
     except OSError:
         return True
+
+
+def test_an_unknown_peer_is_refused_before_anything_runs(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """A misspelt peer used to fail after the service's runs, their results lost."""
+    from bench.saturation.__main__ import parse
+
+    with pytest.raises(SystemExit):
+        parse(["--peers", "chroma,lancedb"])
+    assert "unknown peers ['lancedb']" in capsys.readouterr().err
+    assert parse(["--peers", "chroma,chroma-per-tenant"]).peers == ["chroma", "chroma-per-tenant"]
