@@ -169,7 +169,7 @@ async def main_async(n: int, rounds: int) -> None:
         {
             "n": n,
             "rounds": rounds,
-            "median_us": {f"{scope} | {form}": ms for (scope, form), ms in medians.items()},
+            "median_us": {f"{scope} | {form}": us for (scope, form), us in medians.items()},
         },
     )
     log(f"results in {path}")
