@@ -40,7 +40,8 @@ from bench.kit.report import log, print_table, write_json
 
 TENANT = "acme"
 BEGIN = "BEGIN READ ONLY"
-CHECK = "select name, setting from pg_settings where name = any($1::text[]) order by name"
+# every setting as the transaction sees it, the custom ones (app.*) included
+CHECK = "select name, current_setting(name, true) from unnest($1::text[]) name order by name"
 
 
 def _value(value: Computed) -> str:
@@ -114,9 +115,6 @@ async def measure(
                     continue
                 await conn.execute(messages[scope, form])
                 rows = await conn.fetch(CHECK, list(settings))
-                rows += await conn.fetch(
-                    "select current_setting('app.tenant_id'), current_setting('app.principals')"
-                )
                 await conn.execute("COMMIT")
                 seen.add(tuple(tuple(row) for row in rows))
             if len(seen) != 1:
